@@ -1,0 +1,247 @@
+// Package routes is the one place an HTTP route is written down.
+//
+// The local harness mounts its routes from this table and the CDK app generates
+// its API Gateway routes, Lambda functions and IAM grants from it, so local and
+// cloud cannot drift. Paths use API Gateway's syntax: literal segments,
+// "{name}" parameters and a trailing greedy "{name+}".
+package routes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Auth says who may call a route; handlers enforce it, the table documents it
+// and the deploy uses it nowhere else than documentation and tests.
+type Auth string
+
+// Auth kinds.
+const (
+	// Public routes need no identity.
+	Public Auth = "public"
+	// Signed routes carry an AWN-Ed25519 signature by the key named in the body.
+	Signed Auth = "signed"
+	// Member routes are signed by a member of the world in the path.
+	Member Auth = "member"
+	// Owner routes are signed by the key that owns the resource in the path.
+	Owner Auth = "owner"
+)
+
+// Access is how much of the DynamoDB table a route needs. The CDK app grants a
+// function the union over its routes and nothing more.
+type Access int
+
+// Table access levels, ordered so that the larger value includes the smaller.
+const (
+	NoTable Access = iota
+	ReadOnly
+	ReadWrite
+)
+
+// String names the access level for logs and test failures.
+func (a Access) String() string {
+	switch a {
+	case NoTable:
+		return "none"
+	case ReadOnly:
+		return "read"
+	case ReadWrite:
+		return "read-write"
+	}
+	return fmt.Sprintf("Access(%d)", int(a))
+}
+
+// Route is one HTTP route served by one function.
+type Route struct {
+	// Method is an HTTP method in upper case, or "ANY".
+	Method string
+	// Path is the API Gateway path pattern, e.g. "/api/v1/agents/{name}".
+	Path string
+	// Function is the folder name under functions/ that serves the route.
+	Function string
+	// Auth documents who may call the route.
+	Auth Auth
+	// Table is what the route needs of the DynamoDB table.
+	Table Access
+}
+
+// Key is the API Gateway route key, e.g. "ANY /agents/a2awire-punctual/invoke".
+func (r Route) Key() string { return r.Method + " " + r.Path }
+
+// Function is the deploy-time configuration of one Lambda function. Functions
+// without an entry in the function table get DefaultFunction's settings.
+type Function struct {
+	Name string
+	// MemoryMB is the Lambda memory size.
+	MemoryMB int
+	// TimeoutSeconds is the Lambda timeout; API Gateway caps HTTP integrations at 30.
+	TimeoutSeconds int
+	// Env is the static environment. The deploy adds TABLE_NAME to functions
+	// that touch the table; secrets never belong here.
+	Env map[string]string
+}
+
+// table is the route table. Add a route here and both the harness and the
+// CDK app serve it.
+var table = []Route{
+	{Method: "ANY", Path: "/agents/a2awire-punctual/invoke", Function: "fixture-punctual", Auth: Public, Table: NoTable},
+}
+
+// functions holds per-function settings that differ from DefaultFunction.
+var functions = []Function{
+	{Name: "fixture-punctual", MemoryMB: 128, TimeoutSeconds: 10},
+}
+
+// DefaultFunction returns the settings of a function named name that has no
+// entry of its own.
+func DefaultFunction(name string) Function {
+	return Function{Name: name, MemoryMB: 256, TimeoutSeconds: 10}
+}
+
+// All returns a copy of the route table in its declared order.
+func All() []Route { return slices.Clone(table) }
+
+// Functions returns the sorted, distinct names of the functions that serve routes.
+func Functions() []string {
+	var names []string
+	for _, r := range table {
+		if !slices.Contains(names, r.Function) {
+			names = append(names, r.Function)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ForFunction returns the routes served by the named function.
+func ForFunction(name string) []Route {
+	var out []Route
+	for _, r := range table {
+		if r.Function == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Config returns the deploy settings of the named function, with its Env
+// copied so callers cannot change the table.
+func Config(name string) Function {
+	for _, f := range functions {
+		if f.Name == name {
+			f.Env = cloneEnv(f.Env)
+			return f
+		}
+	}
+	return DefaultFunction(name)
+}
+
+// TableAccess is the union of the table access of the function's routes.
+func TableAccess(name string) Access {
+	a := NoTable
+	for _, r := range ForFunction(name) {
+		a = max(a, r.Table)
+	}
+	return a
+}
+
+func cloneEnv(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Match finds the route for method and path the way API Gateway HTTP APIs do:
+// the most specific path wins (literal segments over parameters over a greedy
+// parameter) and a route with the exact method wins over ANY. It returns the
+// path parameters by name.
+func Match(method, path string) (Route, map[string]string, bool) {
+	segs := split(path)
+	var (
+		best       Route
+		bestParams map[string]string
+		bestScore  = -1
+	)
+	for _, r := range table {
+		if r.Method != "ANY" && r.Method != method {
+			continue
+		}
+		params, score, ok := matchPath(split(r.Path), segs)
+		if !ok {
+			continue
+		}
+		score *= 2
+		if r.Method != "ANY" {
+			score++
+		}
+		if score > bestScore {
+			best, bestParams, bestScore = r, params, score
+		}
+	}
+	return best, bestParams, bestScore >= 0
+}
+
+// matchPath reports whether the pattern matches the path and scores the match
+// by specificity: each literal segment counts more than any number of
+// parameters, so "/a/b" beats "/a/{x}".
+func matchPath(pattern, segs []string) (map[string]string, int, bool) {
+	params := map[string]string{}
+	score := 0
+	for i, p := range pattern {
+		if name, ok := strings.CutSuffix(strings.TrimPrefix(p, "{"), "+}"); ok && strings.HasPrefix(p, "{") {
+			if i == len(pattern)-1 && len(segs) > i {
+				params[name] = strings.Join(segs[i:], "/")
+				return params, score, true
+			}
+			return nil, 0, false
+		}
+		if i >= len(segs) {
+			return nil, 0, false
+		}
+		if strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") {
+			if segs[i] == "" {
+				return nil, 0, false
+			}
+			params[p[1:len(p)-1]] = segs[i]
+			score += 1
+			continue
+		}
+		if p != segs[i] {
+			return nil, 0, false
+		}
+		score += 1 << 10
+	}
+	if len(segs) != len(pattern) {
+		return nil, 0, false
+	}
+	return params, score, true
+}
+
+func split(path string) []string {
+	path = strings.TrimPrefix(path, "/")
+	if path == "" {
+		return nil
+	}
+	return strings.Split(path, "/")
+}
+
+// Shape is the path with every parameter name replaced by "{}", so that two
+// patterns that API Gateway would treat as the same route compare equal.
+func Shape(path string) string {
+	segs := split(path)
+	for i, s := range segs {
+		switch {
+		case strings.HasSuffix(s, "+}"):
+			segs[i] = "{+}"
+		case strings.HasPrefix(s, "{"):
+			segs[i] = "{}"
+		}
+	}
+	return "/" + strings.Join(segs, "/")
+}
