@@ -80,6 +80,29 @@ type Function struct {
 	// Env is the static environment. The deploy adds TABLE_NAME to functions
 	// that touch the table; secrets never belong here.
 	Env map[string]string
+	// Table is table access the function needs beyond its routes' (for
+	// functions driven by triggers rather than routes).
+	Table Access
+	// Triggers are the function's non-HTTP event sources.
+	Triggers []Trigger
+}
+
+// TriggerKind names a non-HTTP event source.
+type TriggerKind string
+
+// Trigger kinds.
+const (
+	// StreamTrigger feeds the function batches from the table's DynamoDB stream.
+	StreamTrigger TriggerKind = "table-stream"
+	// ScheduleTrigger invokes the function on an EventBridge schedule.
+	ScheduleTrigger TriggerKind = "schedule"
+)
+
+// Trigger is one non-HTTP event source of a function.
+type Trigger struct {
+	Kind TriggerKind
+	// Schedule is an EventBridge expression such as "rate(1 minute)".
+	Schedule string
 }
 
 // table is the route table. Add a route here and both the harness and the
@@ -131,15 +154,17 @@ func Config(name string) Function {
 	for _, f := range functions {
 		if f.Name == name {
 			f.Env = cloneEnv(f.Env)
+			f.Triggers = slices.Clone(f.Triggers)
 			return f
 		}
 	}
 	return DefaultFunction(name)
 }
 
-// TableAccess is the union of the table access of the function's routes.
+// TableAccess is the union of the table access of the function's routes and
+// of its own configuration.
 func TableAccess(name string) Access {
-	a := NoTable
+	a := Config(name).Table
 	for _, r := range ForFunction(name) {
 		a = max(a, r.Table)
 	}
