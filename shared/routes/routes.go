@@ -125,12 +125,18 @@ func DefaultFunction(name string) Function {
 // All returns a copy of the route table in its declared order.
 func All() []Route { return slices.Clone(table) }
 
-// Functions returns the sorted, distinct names of the functions that serve routes.
+// Functions returns the sorted, distinct names of the functions that serve
+// routes or have settings of their own (trigger-driven functions).
 func Functions() []string {
 	var names []string
 	for _, r := range table {
 		if !slices.Contains(names, r.Function) {
 			names = append(names, r.Function)
+		}
+	}
+	for _, f := range functions {
+		if !slices.Contains(names, f.Name) {
+			names = append(names, f.Name)
 		}
 	}
 	slices.Sort(names)
