@@ -29,3 +29,5 @@ require (
 	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/sys v0.45.0 // indirect
 )
+
+ignore ./node_modules

@@ -1,0 +1,421 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// HandlerFunc runs one capability. input is always a JSON object. It returns
+// the output (marshalled as JSON; it must encode as an object) or an error; an
+// *Error is sent as is, any other error becomes a 500 whose text stays in the logs.
+type HandlerFunc func(ctx context.Context, input json.RawMessage) (any, error)
+
+// TaskKey identifies one execution for idempotency.
+type TaskKey struct {
+	Agent  string
+	TaskID string
+	// RequestHash is a digest of the task and input; a different hash under
+	// the same task id is a reused key.
+	RequestHash string
+}
+
+// Recorded is a stored response replayed for a repeated task id.
+type Recorded struct {
+	Status int
+	Body   []byte
+}
+
+// Idempotency makes a stateful provider act at most once per task id.
+//
+// The kit calls Begin before running a capability for a request that carries
+// a task id. Begin returns a stored response to replay (the capability does not
+// run), an *Error to refuse (409 request_in_progress, 409
+// idempotency_key_reused), or (nil, nil) when the caller now holds the claim
+// and must run. After running, the kit calls Commit with the response when it
+// is final (status below 500, except 429) and Abort otherwise, so that a
+// retry runs again.
+type Idempotency interface {
+	Begin(ctx context.Context, key TaskKey) (*Recorded, error)
+	Commit(ctx context.Context, key TaskKey, rec Recorded) error
+	Abort(ctx context.Context, key TaskKey) error
+}
+
+// Provider is a conformant A2AWire endpoint: it decodes invocations, routes
+// them on task to registered capabilities, times them, fills metadata, maps
+// errors to statuses and, when given an Idempotency, honours task ids.
+type Provider struct {
+	name    string
+	caps    map[string]HandlerFunc
+	maxBody int64
+	idem    Idempotency
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// Option configures a Provider.
+type Option func(*Provider)
+
+// WithMaxBody sets the request body limit (default 1 MiB).
+func WithMaxBody(n int64) Option { return func(p *Provider) { p.maxBody = n } }
+
+// WithIdempotency makes the provider stateful: task ids are honoured.
+func WithIdempotency(i Idempotency) Option { return func(p *Provider) { p.idem = i } }
+
+// WithLogger sets the logger for failures (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(p *Provider) { p.log = l } }
+
+// WithClock replaces time.Now, for tests of timing.
+func WithClock(now func() time.Time) Option { return func(p *Provider) { p.now = now } }
+
+// NewProvider returns a provider registered under name, with no capabilities.
+func NewProvider(name string, opts ...Option) *Provider {
+	p := &Provider{
+		name:    name,
+		caps:    map[string]HandlerFunc{},
+		maxBody: DefaultMaxBody,
+		log:     slog.Default(),
+		now:     time.Now,
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Name is the registered agent name that metadata.agent carries.
+func (p *Provider) Name() string { return p.name }
+
+// Capabilities lists the advertised capabilities in sorted order.
+func (p *Provider) Capabilities() []string {
+	names := make([]string, 0, len(p.caps))
+	for n := range p.caps {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// HandleFunc registers fn as capability. Registering a name twice panics, as
+// http.ServeMux does, because it is a programming error.
+func (p *Provider) HandleFunc(capability string, fn HandlerFunc) {
+	if capability == "" || fn == nil {
+		panic("protocol: empty capability or nil handler")
+	}
+	if _, dup := p.caps[capability]; dup {
+		panic("protocol: capability registered twice: " + capability)
+	}
+	p.caps[capability] = fn
+}
+
+// Handle registers a typed capability: the input object is decoded into In
+// (unknown fields are ignored; a field of the wrong type is a 400
+// invalid_input naming it) and the Out value is the output.
+func Handle[In, Out any](p *Provider, capability string, fn func(ctx context.Context, in In) (Out, error)) {
+	p.HandleFunc(capability, func(ctx context.Context, input json.RawMessage) (any, error) {
+		var in In
+		if err := json.Unmarshal(input, &in); err != nil {
+			return nil, inputError(err)
+		}
+		return fn(ctx, in)
+	})
+}
+
+// inputError turns a decoding failure of a well-formed input object into a
+// client-facing message without Go type names.
+func inputError(err error) *Error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return Errorf(InvalidInput, "input.%s must be a JSON %s", te.Field, jsonKind(te.Type.Kind().String()))
+	}
+	return Errorf(InvalidInput, "input has a value of the wrong type")
+}
+
+func jsonKind(goKind string) string {
+	switch {
+	case goKind == "string":
+		return "string"
+	case goKind == "bool":
+		return "boolean"
+	case strings.HasPrefix(goKind, "int"), strings.HasPrefix(goKind, "uint"):
+		return "integer"
+	case strings.HasPrefix(goKind, "float"):
+		return "number"
+	case goKind == "slice", goKind == "array":
+		return "array"
+	}
+	return "object"
+}
+
+type metaKey struct{}
+
+// SetMetadata adds a metadata field to the response of the running
+// capability (e.g. "engine", "tokens_used", "model"). It is a no-op outside a
+// capability handler.
+func SetMetadata(ctx context.Context, key string, value any) {
+	if m, ok := ctx.Value(metaKey{}).(map[string]any); ok {
+		m[key] = value
+	}
+}
+
+// ServeHTTP answers one invocation.
+func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := p.now()
+	req, perr := p.decode(w, r)
+	if perr != nil {
+		p.writeError(w, r, perr)
+		return
+	}
+	fn, ok := p.caps[req.Task]
+	if !ok {
+		p.writeError(w, r, Errorf(UnsupportedCapability, "%s does not advertise capability %q; it offers %s",
+			p.name, req.Task, strings.Join(p.Capabilities(), ", ")))
+		return
+	}
+
+	taskID := r.Header.Get(TaskIDHeader)
+	if p.idem == nil || taskID == "" {
+		status, body, hdr := p.run(r.Context(), fn, req, start)
+		p.write(w, status, body, hdr)
+		return
+	}
+	if len(taskID) > MaxTaskIDLength {
+		p.writeError(w, r, Errorf(InvalidInput, "%s is longer than %d characters", TaskIDHeader, MaxTaskIDLength))
+		return
+	}
+	key := TaskKey{Agent: p.name, TaskID: taskID, RequestHash: requestHash(req)}
+	replay, err := p.idem.Begin(r.Context(), key)
+	if err != nil {
+		p.writeError(w, r, err)
+		return
+	}
+	if replay != nil {
+		w.Header().Set(ReplayedHeader, "true")
+		p.write(w, replay.Status, replay.Body, nil)
+		return
+	}
+	status, body, hdr := p.run(r.Context(), fn, req, start)
+	// The outcome is recorded even if the buyer has gone away, so use a
+	// context that outlives the request's cancellation.
+	ctx := context.WithoutCancel(r.Context())
+	if status < 500 && status != http.StatusTooManyRequests {
+		if err := p.idem.Commit(ctx, key, Recorded{Status: status, Body: body}); err != nil {
+			// The work is done but unrecorded: a retry may run again, which is
+			// why stateful stores also guard their own writes.
+			p.log.ErrorContext(ctx, "idempotency commit failed", "agent", p.name, "task_id", taskID, "err", err)
+		}
+	} else if err := p.idem.Abort(ctx, key); err != nil {
+		p.log.ErrorContext(ctx, "idempotency abort failed", "agent", p.name, "task_id", taskID, "err", err)
+	}
+	p.write(w, status, body, hdr)
+}
+
+// requestHash digests what makes two invocations the same request: the task
+// and the input's compact JSON, so insignificant whitespace does not count.
+func requestHash(req Request) string {
+	var in bytes.Buffer
+	if err := json.Compact(&in, req.Input); err != nil {
+		in.Write(req.Input)
+	}
+	h := sha256.New()
+	h.Write([]byte(req.Task))
+	h.Write([]byte{0})
+	h.Write(in.Bytes())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// run executes the capability and renders the response bytes, so that the
+// same bytes can be stored for replay.
+func (p *Provider) run(ctx context.Context, fn HandlerFunc, req Request, start time.Time) (int, []byte, http.Header) {
+	meta := map[string]any{}
+	out, err := p.call(context.WithValue(ctx, metaKey{}, meta), fn, req.Input)
+	if err == nil {
+		body, merr := p.render(out, meta, req.Task, start)
+		if merr == nil {
+			return http.StatusOK, body, nil
+		}
+		err = merr
+	}
+	perr := p.asError(ctx, req.Task, err)
+	var hdr http.Header
+	if perr.RetryAfter > 0 {
+		hdr = http.Header{"Retry-After": {retryAfter(perr.RetryAfter)}}
+	}
+	body, _ := json.Marshal(perr.Body())
+	return perr.Status(), body, hdr
+}
+
+// call runs fn and turns a panic into an internal error, so one bad request
+// never takes the function down.
+func (p *Provider) call(ctx context.Context, fn HandlerFunc, input json.RawMessage) (out any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic in capability handler: %v", v)
+		}
+	}()
+	return fn(ctx, input)
+}
+
+func (p *Provider) render(out any, meta map[string]any, task string, start time.Time) ([]byte, error) {
+	output, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode output: %w", err)
+	}
+	if len(output) == 0 || output[0] != '{' {
+		return nil, fmt.Errorf("output of %s is not a JSON object", task)
+	}
+	m := Metadata{Agent: p.name, Capability: task, Extra: meta}
+	if v, ok := meta["tokens_used"]; ok {
+		if n, ok := toInt64(v); ok {
+			m.TokensUsed = &n
+		}
+	}
+	if v, ok := meta["model"].(string); ok {
+		m.Model = v
+	}
+	m.DurationMS = max(p.now().Sub(start).Milliseconds(), 0)
+	return json.Marshal(Response{Output: output, Metadata: m})
+}
+
+func toInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	case int32:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// asError maps any handler error to the error sent; only *Error text reaches
+// the client.
+func (p *Provider) asError(ctx context.Context, task string, err error) *Error {
+	var perr *Error
+	if errors.As(err, &perr) {
+		if perr.Status() >= 500 {
+			p.log.ErrorContext(ctx, "capability failed", "agent", p.name, "capability", task, "code", perr.Code, "err", err)
+		}
+		return perr
+	}
+	p.log.ErrorContext(ctx, "capability failed", "agent", p.name, "capability", task, "err", err)
+	return &Error{Code: Internal, Message: "the provider failed to process the task", Err: err}
+}
+
+// decode applies the protocol's request checks in order: method (405),
+// media type (415), size (413), then shape (422).
+func (p *Provider) decode(w http.ResponseWriter, r *http.Request) (Request, *Error) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return Request{}, Errorf(MethodNotAllowed, "use POST to invoke %s", p.name)
+	}
+	if !IsJSON(r.Header.Get("Content-Type")) {
+		return Request{}, Errorf(UnsupportedMediaType, "Content-Type must be application/json")
+	}
+	if r.ContentLength > p.maxBody {
+		return Request{}, p.tooLarge()
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, p.maxBody+1))
+	if err != nil {
+		return Request{}, Errorf(InvalidRequest, "could not read the request body")
+	}
+	if int64(len(body)) > p.maxBody {
+		return Request{}, p.tooLarge()
+	}
+	return DecodeRequest(body)
+}
+
+func (p *Provider) tooLarge() *Error {
+	return Errorf(PayloadTooLarge, "request body is larger than %d bytes", p.maxBody)
+}
+
+// IsJSON reports whether a Content-Type header value is application/json,
+// with or without parameters such as charset.
+func IsJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// DecodeRequest parses an invocation body. Every failure is a 422
+// invalid_request whose details locate the problem; input defaults to {}.
+func DecodeRequest(body []byte) (Request, *Error) {
+	invalid := func(msg string, loc ...string) (Request, *Error) {
+		e := Errorf(InvalidRequest, "the body is not a valid invocation: %s", msg)
+		e.Details = []Detail{{Loc: append([]string{"body"}, loc...), Msg: msg}}
+		return Request{}, e
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return invalid("must be a JSON object")
+		}
+		return invalid("is not valid JSON")
+	}
+	if fields == nil {
+		return invalid("must be a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("has data after the JSON object")
+	}
+	var req Request
+	task, ok := fields["task"]
+	if !ok {
+		return invalid("field required", "task")
+	}
+	if err := json.Unmarshal(task, &req.Task); err != nil || isNull(task) {
+		return invalid("must be a string", "task")
+	}
+	if req.Task == "" {
+		return invalid("must be a non-empty string", "task")
+	}
+	req.Input = json.RawMessage("{}")
+	if in, ok := fields["input"]; ok && !isNull(in) {
+		if t := bytes.TrimSpace(in); len(t) == 0 || t[0] != '{' {
+			return invalid("must be a JSON object", "input")
+		}
+		req.Input = in
+	}
+	return req, nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func (p *Provider) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	perr := p.asError(r.Context(), "", err)
+	if perr.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfter(perr.RetryAfter))
+	}
+	body, _ := json.Marshal(perr.Body())
+	p.write(w, perr.Status(), body, nil)
+}
+
+func (p *Provider) write(w http.ResponseWriter, status int, body []byte, hdr http.Header) {
+	for k, v := range hdr {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func retryAfter(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	return strconv.FormatInt(max(s, 1), 10)
+}
