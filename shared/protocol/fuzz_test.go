@@ -1,0 +1,54 @@
+package protocol_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/a2awire/a2awire/shared/protocol"
+)
+
+// FuzzDecodeRequest checks that any body either decodes into a usable
+// invocation or is refused with a 422 that locates the problem, and that the
+// provider never panics or answers outside the protocol's statuses.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"task":"echo","input":{"n":1}}`, `{"task":"echo"}`, `{"task":"echo","input":null}`,
+		`{]`, ``, `null`, `[]`, `"x"`, `{"task":5}`, `{"task":""}`, `{"task":"echo","input":[1]}`,
+		`{"task":"echo"}{}`, "{\"task\":\"\xff\"}", `{"task":"echo","input":{"n":"x"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	p := newTestProvider()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, perr := protocol.DecodeRequest(body)
+		if perr != nil {
+			if perr.Code != protocol.InvalidRequest || perr.Status() != 422 || len(perr.Details) == 0 {
+				t.Fatalf("decode error %+v is not a located 422", perr)
+			}
+		} else {
+			if req.Task == "" {
+				t.Fatal("accepted an empty task")
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(req.Input, &obj); err != nil || obj == nil {
+				t.Fatalf("accepted input %q that is not an object", req.Input)
+			}
+		}
+
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, r)
+		switch w.Code {
+		case 200, 400, 422, 500:
+		default:
+			t.Fatalf("status %d for body %q", w.Code, body)
+		}
+		if err := protocol.Verify(w.Code, w.Header(), w.Body.Bytes(), protocol.Expect{}); err != nil {
+			t.Fatalf("response breaks the protocol: %v\nbody %q\nresponse %s", err, body, w.Body)
+		}
+	})
+}
