@@ -51,7 +51,7 @@ func newTestProvider(opts ...protocol.Option) *protocol.Provider {
 
 type call struct {
 	method, ctype, body string
-	header             map[string]string
+	header              map[string]string
 }
 
 func do(t *testing.T, h http.Handler, c call) *httptest.ResponseRecorder {
