@@ -203,7 +203,7 @@ func Match(method, path string) (Route, map[string]string, bool) {
 		if r.Method != "ANY" && r.Method != method {
 			continue
 		}
-		params, score, ok := matchPath(split(r.Path), segs)
+		params, score, ok := matchSegments(split(r.Path), segs)
 		if !ok {
 			continue
 		}
@@ -218,10 +218,15 @@ func Match(method, path string) (Route, map[string]string, bool) {
 	return best, bestParams, bestScore >= 0
 }
 
-// matchPath reports whether the pattern matches the path and scores the match
-// by specificity: each literal segment counts more than any number of
-// parameters, so "/a/b" beats "/a/{x}".
-func matchPath(pattern, segs []string) (map[string]string, int, bool) {
+// MatchPattern reports whether a path pattern matches path, with its
+// parameters and a specificity score: the higher score wins when several
+// patterns match. Each literal segment counts more than any number of
+// parameters, so "/a/b" beats "/a/{x}", which beats "/a/{x+}".
+func MatchPattern(pattern, path string) (map[string]string, int, bool) {
+	return matchSegments(split(pattern), split(path))
+}
+
+func matchSegments(pattern, segs []string) (map[string]string, int, bool) {
 	params := map[string]string{}
 	score := 0
 	for i, p := range pattern {
