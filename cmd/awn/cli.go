@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (DESIGN §10).
+const (
+	exitOK = 0
+	// exitFailed: the server refused or failed, or a conformance item failed.
+	exitFailed = 1
+	// exitUsage: the command line itself is wrong.
+	exitUsage = 2
+)
+
+// defaultURL is where `go run ./local` listens.
+const defaultURL = "http://127.0.0.1:8080"
+
+// exitError ends a command with a chosen exit code. printed says the
+// message already reached stderr in the command's own words (as
+// "error: <code>: <message>" does), so run must not print it again.
+type exitError struct {
+	code    int
+	err     error
+	printed bool
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErrorf is a mistake on the command line: exit 2 with a hint.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// failed is a refusal or failure already reported on stderr: exit 1 quietly.
+func failed(err error) error { return &exitError{code: exitFailed, err: err, printed: true} }
+
+// app holds what every command shares: where output goes, the environment,
+// and the global flags. One app lives for one run, so tests can run the CLI
+// in parallel in one process.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
+	json    bool
+	baseURL string
+}
+
+// run executes the awn command line in args and returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		// Everything that reaches here unmarked comes from cobra itself:
+		// unknown commands and flags, missing required flags, wrong
+		// argument counts. All are usage mistakes.
+		ee = &exitError{code: exitUsage, err: err}
+	}
+	if !ee.printed {
+		fmt.Fprintf(stderr, "awn: %v\n", ee.err)
+	}
+	if ee.code == exitUsage {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return ee.code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "awn",
+		Short: "The agent-side client of the A2AWire network",
+		Long: `awn invokes A2AWire providers and checks them against the protocol's
+conformance checklist.
+
+It talks to AWN_URL (default ` + defaultURL + `, or --url). --json prints one
+JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success,
+1 the server refused or failed (or a conformance item failed), 2 bad usage.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Without a command, awn was used wrongly: say so rather than exit 0.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q", args[0])
+			}
+			cmd.SetOut(a.stderr)
+			_ = cmd.Help()
+			return usageErrorf("no command given")
+		},
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	base := a.getenv("AWN_URL")
+	if base == "" {
+		base = defaultURL
+	}
+	pf := root.PersistentFlags()
+	pf.BoolVar(&a.json, "json", false, "print one JSON document on stdout")
+	pf.StringVar(&a.baseURL, "url", base, "base URL of the network (env AWN_URL)")
+	root.AddCommand(a.invokeCommand(), a.conformCommand())
+	return root
+}
+
+// wrap adapts a command body: errors it returns unmarked are runtime
+// failures (exit 1), so that only cobra's own errors count as usage.
+func wrap(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := fn(cmd, args)
+		var ee *exitError
+		if err == nil || errors.As(err, &ee) {
+			return err
+		}
+		return &exitError{code: exitFailed, err: err}
+	}
+}
+
+// base returns the validated --url.
+func (a *app) base() (string, error) {
+	u, err := url.Parse(a.baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", usageErrorf("--url (AWN_URL) %q is not an absolute http(s) URL", a.baseURL)
+	}
+	return strings.TrimRight(a.baseURL, "/"), nil
+}
+
+// isAgentName reports whether s has the registry's name syntax,
+// ^[a-z0-9][a-z0-9-]{1,62}$ (DESIGN §5).
+func isAgentName(s string) bool {
+	if len(s) < 2 || len(s) > 63 || s[0] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// endpoint turns the <name|endpoint> argument into an invocation URL. Names
+// resolve through the registry, which this deployment does not serve yet, so
+// a name is refused with the way out; that is a usage error because no
+// server was asked.
+func (a *app) endpoint(arg string) (string, error) {
+	if strings.Contains(arg, "://") {
+		u, err := url.Parse(arg)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", usageErrorf("%q is not an absolute http(s) endpoint URL", arg)
+		}
+		return arg, nil
+	}
+	if isAgentName(arg) {
+		base, err := a.base()
+		if err != nil {
+			return "", err
+		}
+		return "", usageErrorf("resolving the agent name %q needs the registry (/api/v1/agents), which is not available yet; "+
+			"pass the endpoint URL instead, e.g. %s/agents/%s/invoke", arg, base, arg)
+	}
+	return "", usageErrorf("%q is neither an endpoint URL nor an agent name", arg)
+}
+
+// jsonObject parses a flag value that must be a JSON object.
+func jsonObject(flag, value string) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(value), &m); err != nil || m == nil {
+		msg := "not a JSON object"
+		if err != nil {
+			msg = err.Error()
+		}
+		return nil, usageErrorf("--%s %s: %s", flag, value, msg)
+	}
+	return json.RawMessage(value), nil
+}
+
+func positive(flag string, d time.Duration) error {
+	if d <= 0 {
+		return usageErrorf("--%s must be positive, got %s", flag, d)
+	}
+	return nil
+}
+
+// writeJSON prints v as the one indented JSON document of a --json run.
+func (a *app) writeJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
