@@ -15,6 +15,8 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 NPM_STAMP := node_modules/.package-lock.json
 FUZZTIME ?= 20s
 ADDR ?= 127.0.0.1:8080
+# A Lambda's binary carries only its own code; past 12 MB something leaked in.
+MAX_BOOTSTRAP_BYTES := 12000000
 
 .PHONY: local test test-go test-infra build invoke lint fuzz bench synth deploy diff tools npm clean
 
@@ -38,7 +40,10 @@ build:
 		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='-s -w' -tags lambda.norpc \
 			-o build/$$fn/bootstrap ./functions/$$fn || exit 1; \
 	done
-	@ls -l build/*/bootstrap
+	@for f in build/*/bootstrap; do \
+		size=$$(stat -c %s $$f); awk -v f=$$f -v s=$$size 'BEGIN { printf "%-40s %5.1f MB\n", f, s/1e6 }'; \
+		if [ $$size -gt $(MAX_BOOTSTRAP_BYTES) ]; then echo "$$f is over $(MAX_BOOTSTRAP_BYTES) bytes" >&2; exit 1; fi; \
+	done
 
 ## invoke: run one function's Lambda entry on a sample event, e.g.
 ##   make invoke FN=fixture-punctual EVENT=events/fixture-punctual-ping.json
