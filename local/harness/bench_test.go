@@ -1,0 +1,40 @@
+package harness_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/a2awire/a2awire/functions/fixture-punctual/punctual"
+	"github.com/a2awire/a2awire/local/harness"
+	"github.com/a2awire/a2awire/shared/logging"
+)
+
+// BenchmarkGateway measures what the in-process API Gateway adds (event
+// building, the httpadapter round trip, response writing) over calling the
+// punctual handler directly, in the same run.
+func BenchmarkGateway(b *testing.B) {
+	const body = `{"task":"ping","input":{"echo":"hi"}}`
+	gw, err := harness.New(harness.Options{Log: logging.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"direct", punctual.New(logging.Discard())}, {"gateway", gw}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, "/agents/a2awire-punctual/invoke", strings.NewReader(body))
+				r.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				bc.h.ServeHTTP(w, r)
+				if w.Code != 200 {
+					b.Fatalf("status %d", w.Code)
+				}
+			}
+		})
+	}
+}
