@@ -183,9 +183,12 @@ func (r *Runner) Run(ctx context.Context, t Target) ([]Check, error) {
 	var unreachable error
 	for _, it := range items {
 		c := Check{Name: it.name}
-		if unreachable != nil {
+		switch {
+		case ctx.Err() != nil:
+			c.Status, c.Detail = Fail, "not run: "+context.Cause(ctx).Error()
+		case unreachable != nil:
 			c.Status, c.Detail = Fail, "not run: the endpoint could not be reached: "+unreachable.Error()
-		} else {
+		default:
 			c.Status, c.Detail = it.run(ctx)
 			// A first probe that never got an answer means none will: fail
 			// the rest at once rather than wait out every timeout again.

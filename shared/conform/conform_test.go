@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -501,5 +502,31 @@ func TestValidate(t *testing.T) {
 		if _, err := r.Run(context.Background(), tc); err == nil {
 			t.Errorf("Run(%+v) = nil error", tc)
 		}
+	}
+}
+
+// TestCancelledRunSendsNothing: once the caller gives up, the remaining
+// items fail as not run instead of probing.
+func TestCancelledRunSendsNothing(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var r conform.Runner
+	checks, err := r.Run(ctx, target(serve(t, h), true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if c.Status != conform.Fail || !strings.Contains(c.Detail, "not run: context canceled") {
+			t.Errorf("%+v", c)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d probes reached the provider", n)
 	}
 }
