@@ -79,3 +79,23 @@ type Balance struct {
 	BalanceCents int64
 	Entries      int64
 }
+
+// ErrInvalid means the caller passed a value no adapter can store (an empty
+// key, an oversized body, a record that is already dead). It is a programming
+// error in the caller, not a client error, so it maps to 500.
+var ErrInvalid = errors.New("store: invalid argument")
+
+// Size limits enforced identically by every adapter, so that a value the
+// embedded store accepts never fails later on DynamoDB, whose items are
+// limited to 400 KB including attribute names and the other fields.
+const (
+	// MaxIdemBodyBytes bounds IdemRecord.Body.
+	MaxIdemBodyBytes = 300 << 10
+	// MaxMemoBytes bounds LedgerEntry.Memo. The ledger item and its
+	// entry-id guard item each carry the memo.
+	MaxMemoBytes = 64 << 10
+	// MaxKeyBytes bounds every identifier (idempotency scope and key,
+	// ledger account and entry id): DynamoDB sort keys hold at most 1024
+	// bytes and ours carry a prefix.
+	MaxKeyBytes = 512
+)
