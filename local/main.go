@@ -13,11 +13,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -25,6 +27,9 @@ import (
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store/bolt"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -41,19 +46,27 @@ func main() {
 var errUsage = errors.New("usage")
 
 type config struct {
-	addr   string
-	invoke string
-	event  string
+	addr           string
+	invoke         string
+	event          string
+	data           string
+	dynamoEndpoint string
+	table          string
+	reset          bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
-	fs := flag.NewFlagSet("local", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address")
-	fs.StringVar(&cfg.invoke, "invoke", "", "run this function's Lambda entry on -event and exit")
-	fs.StringVar(&cfg.event, "event", "", "API Gateway v2 event file for -invoke")
-	if err := fs.Parse(args); err != nil {
+	flags := flag.NewFlagSet("local", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address")
+	flags.StringVar(&cfg.invoke, "invoke", "", "run this function's Lambda entry on -event and exit")
+	flags.StringVar(&cfg.event, "event", "", "API Gateway v2 event file for -invoke")
+	flags.StringVar(&cfg.data, "data", "", "keep data in a bbolt file in this directory (default: in memory)")
+	flags.StringVar(&cfg.dynamoEndpoint, "dynamodb-endpoint", "", "use DynamoDB at this URL (e.g. DynamoDB Local) instead of the embedded store")
+	flags.StringVar(&cfg.table, "table", "a2awire", "DynamoDB table name, with -dynamodb-endpoint")
+	flags.BoolVar(&cfg.reset, "reset", false, "wipe the stored data first")
+	if err := flags.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if cfg.invoke != "" {
@@ -61,7 +74,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	log := logging.New(stderr, logging.Text, slog.LevelInfo)
-	gw, err := harness.New(harness.Options{Log: log})
+	st, where, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	gw, err := harness.New(harness.Options{Log: log, Store: st})
 	if err != nil {
 		return err
 	}
@@ -69,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	printRoutes(stdout, "http://"+ln.Addr().String())
+	printRoutes(stdout, "http://"+ln.Addr().String(), where)
 
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -90,8 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func printRoutes(w io.Writer, base string) {
-	fmt.Fprintf(w, "a2awire local harness listening on %s\n\n", base)
+func printRoutes(w io.Writer, base, where string) {
+	fmt.Fprintf(w, "a2awire local harness listening on %s\nstore: %s\n\n", base, where)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "METHOD\tPATH\tFUNCTION\tAUTH")
 	for _, r := range routes.All() {
@@ -99,6 +117,49 @@ func printRoutes(w io.Writer, base string) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// store is what the harness needs of storage, plus closing it.
+type store interface {
+	harness.Store
+	Close() error
+}
+
+// openStore picks the store by flags: DynamoDB (creating the table if
+// missing), a bbolt file under -data, or memory. It also says which, for
+// the start-up banner.
+func openStore(ctx context.Context, cfg config) (store, string, error) {
+	switch {
+	case cfg.dynamoEndpoint != "" && cfg.data != "":
+		return nil, "", fmt.Errorf("%w: -data and -dynamodb-endpoint exclude each other", errUsage)
+	case cfg.dynamoEndpoint != "":
+		client := dynamo.LocalClient(cfg.dynamoEndpoint)
+		if cfg.reset {
+			if err := dynamo.DeleteTable(ctx, client, cfg.table); err != nil {
+				return nil, "", fmt.Errorf("reset: %w", err)
+			}
+		}
+		if err := dynamo.CreateTable(ctx, client, cfg.table); err != nil {
+			return nil, "", fmt.Errorf("create table: %w", err)
+		}
+		return dynamo.New(client, cfg.table), fmt.Sprintf("DynamoDB table %s at %s", cfg.table, cfg.dynamoEndpoint), nil
+	case cfg.data != "":
+		if err := os.MkdirAll(cfg.data, 0o755); err != nil {
+			return nil, "", fmt.Errorf("data dir: %w", err)
+		}
+		path := filepath.Join(cfg.data, "a2awire.db")
+		if cfg.reset {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, "", fmt.Errorf("reset: %w", err)
+			}
+		}
+		st, err := bolt.Open(path)
+		if err != nil {
+			return nil, "", err
+		}
+		return st, "bbolt file " + path, nil
+	}
+	return memory.New(), "in memory (lost at exit; use -data DIR to keep it)", nil
 }
 
 // invoke runs one function's entry on one event file and prints the Lambda
