@@ -27,6 +27,8 @@ func TestVerify(t *testing.T) {
 		{"no output", 200, js, `{"metadata":{"agent":"a","capability":"c","duration_ms":0}}`, "output is missing"},
 		{"output not object", 200, js, `{"output":"x","metadata":{"agent":"a","capability":"c","duration_ms":0}}`, "output is not"},
 		{"error inside 200", 200, js, `{"output":{"error":"boom","message":"m"},"metadata":{"agent":"a","capability":"c","duration_ms":0}}`, "wraps an error"},
+		{"error with other fields", 200, js, `{"output":{"error":{"code":1},"trace":"t"},"metadata":{"agent":"a","capability":"c","duration_ms":0}}`, "wraps an error"},
+		{"null error field is fine", 200, js, `{"output":{"error":null,"n":1},"metadata":{"agent":"a","capability":"c","duration_ms":0}}`, ""},
 		{"error beside 200", 200, js, `{"error":"x","output":{},"metadata":{"agent":"a","capability":"c","duration_ms":0}}`, "carries an error"},
 		{"no metadata", 200, js, `{"output":{}}`, "metadata is missing"},
 		{"wrong agent", 200, js, `{"output":{},"metadata":{"agent":"b","capability":"c","duration_ms":0}}`, "registered name"},
