@@ -1,0 +1,216 @@
+// Package ledger is the a2awire-ledger fixture: the stateful provider
+// (DESIGN §4). record-entry appends to an account's ledger and balance reads
+// it back; entries and balances live in the store.
+//
+// A repeated X-A2AWire-Task-Id never appends twice, at two levels. The kit's
+// idempotency (shared/idempotency) lets exactly one request per task id run
+// and replays its response to the others. Under it, the entry id is derived
+// from (agent, task id), and the store appends an entry id at most once per
+// account, so even a request that runs again after its idempotency record was
+// lost (expired, or released by a crash between append and commit) returns
+// the entry already written instead of appending another.
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2awire/a2awire/shared/idempotency"
+	"github.com/a2awire/a2awire/shared/protocol"
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Name is the fixture's registered agent name.
+const Name = "a2awire-ledger"
+
+// Input limits of record-entry and balance.
+const (
+	// MaxAccountChars bounds account, in Unicode code points.
+	MaxAccountChars = 128
+	// MaxAmountCents bounds |amount_cents|.
+	MaxAmountCents = 1_000_000_000
+	// MaxMemoChars bounds memo, in Unicode code points.
+	MaxMemoChars = 1024
+)
+
+// Store is what the ledger needs of storage: idempotency records for the
+// kit and the ledger itself. The memory, bolt and dynamo adapters satisfy it.
+type Store interface {
+	idempotency.Store
+	// AppendLedger appends e (the store assigns Sequence and BalanceCents);
+	// an EntryID already in the account returns the stored entry and
+	// ErrExists.
+	AppendLedger(ctx context.Context, e store.LedgerEntry) (store.LedgerEntry, error)
+	// LedgerBalance returns the balance, or ErrNotFound for an account
+	// without entries.
+	LedgerBalance(ctx context.Context, account string) (store.Balance, error)
+}
+
+// Option configures the fixture.
+type Option func(*config)
+
+type config struct {
+	now  func() time.Time
+	idem []idempotency.Option
+}
+
+// WithClock replaces time.Now for entry timestamps and idempotency expiry.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		c.now = now
+		c.idem = append(c.idem, idempotency.WithClock(now))
+	}
+}
+
+// WithIdempotencyOptions passes options (TTL, default hold) to the guard.
+func WithIdempotencyOptions(opts ...idempotency.Option) Option {
+	return func(c *config) { c.idem = append(c.idem, opts...) }
+}
+
+// Handler is the fixture's HTTP handler: the provider, plus the task id made
+// available to the capabilities, which derive entry ids from it.
+type Handler struct {
+	*protocol.Provider
+}
+
+// New returns the fixture's HTTP handler over st.
+func New(log *slog.Logger, st Store, opts ...Option) *Handler {
+	if st == nil {
+		panic("ledger: nil store")
+	}
+	c := config{now: time.Now}
+	for _, o := range opts {
+		o(&c)
+	}
+	l := &ledger{store: st, now: c.now}
+	p := protocol.NewProvider(Name, protocol.WithLogger(log),
+		protocol.WithIdempotency(idempotency.New(st, c.idem...)))
+	protocol.Handle(p, "record-entry", l.recordEntry)
+	protocol.Handle(p, "balance", l.balance)
+	return &Handler{Provider: p}
+}
+
+type taskIDKey struct{}
+
+// ServeHTTP hands the request's task id to the capabilities through the
+// context. The kit itself validates the id (length) and claims it before any
+// capability runs.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id := r.Header.Get(protocol.TaskIDHeader); id != "" {
+		r = r.WithContext(context.WithValue(r.Context(), taskIDKey{}, id))
+	}
+	h.Provider.ServeHTTP(w, r)
+}
+
+type ledger struct {
+	store Store
+	now   func() time.Time
+}
+
+// RecordInput is record-entry's input.
+type RecordInput struct {
+	Account     string `json:"account"`
+	AmountCents int64  `json:"amount_cents"`
+	Memo        string `json:"memo"`
+}
+
+// RecordOutput is record-entry's output.
+type RecordOutput struct {
+	EntryID      string `json:"entry_id"`
+	Account      string `json:"account"`
+	Sequence     int64  `json:"sequence"`
+	BalanceCents int64  `json:"balance_cents"`
+}
+
+func (l *ledger) recordEntry(ctx context.Context, in RecordInput) (RecordOutput, error) {
+	if err := checkAccount(in.Account); err != nil {
+		return RecordOutput{}, err
+	}
+	if in.AmountCents == 0 || in.AmountCents > MaxAmountCents || in.AmountCents < -MaxAmountCents {
+		return RecordOutput{}, protocol.Errorf(protocol.InvalidInput,
+			"input.amount_cents is required: a non-zero integer between -%d and %d", MaxAmountCents, MaxAmountCents)
+	}
+	if utf8.RuneCountInString(in.Memo) > MaxMemoChars {
+		return RecordOutput{}, protocol.Errorf(protocol.InvalidInput, "input.memo is longer than %d characters", MaxMemoChars)
+	}
+	taskID, _ := ctx.Value(taskIDKey{}).(string)
+	e, err := l.store.AppendLedger(ctx, store.LedgerEntry{
+		Account:     in.Account,
+		EntryID:     entryID(taskID),
+		AmountCents: in.AmountCents,
+		Memo:        in.Memo,
+		CreatedAt:   l.now(),
+	})
+	if errors.Is(err, store.ErrExists) {
+		// This task id already appended. Its idempotency record is gone
+		// (or the same entry would have been replayed), so answer from the
+		// entry itself, unless the id is now reused for another entry.
+		if e.AmountCents != in.AmountCents || e.Memo != in.Memo {
+			return RecordOutput{}, protocol.Errorf(protocol.IdempotencyKeyReused,
+				"task id %q already recorded a different entry in %q; use a new task id", taskID, in.Account)
+		}
+		err = nil
+	}
+	if err != nil {
+		return RecordOutput{}, err // 500; the kit logs it and releases the task id
+	}
+	return RecordOutput{EntryID: e.EntryID, Account: e.Account, Sequence: e.Sequence, BalanceCents: e.BalanceCents}, nil
+}
+
+// BalanceInput is balance's input.
+type BalanceInput struct {
+	Account string `json:"account"`
+}
+
+// BalanceOutput is balance's output; an account without entries has a
+// balance of 0 and 0 entries.
+type BalanceOutput struct {
+	Account      string `json:"account"`
+	BalanceCents int64  `json:"balance_cents"`
+	Entries      int64  `json:"entries"`
+}
+
+func (l *ledger) balance(ctx context.Context, in BalanceInput) (BalanceOutput, error) {
+	if err := checkAccount(in.Account); err != nil {
+		return BalanceOutput{}, err
+	}
+	b, err := l.store.LedgerBalance(ctx, in.Account)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return BalanceOutput{Account: in.Account}, nil
+	case err != nil:
+		return BalanceOutput{}, err
+	}
+	return BalanceOutput{Account: in.Account, BalanceCents: b.BalanceCents, Entries: b.Entries}, nil
+}
+
+func checkAccount(account string) error {
+	if strings.TrimSpace(account) == "" {
+		return protocol.Errorf(protocol.InvalidInput, "input.account is required: a non-empty string")
+	}
+	if utf8.RuneCountInString(account) > MaxAccountChars {
+		return protocol.Errorf(protocol.InvalidInput, "input.account is longer than %d characters", MaxAccountChars)
+	}
+	return nil
+}
+
+// entryID names an entry. With a task id it is a digest of (agent, task id),
+// so every run of one task id writes the same entry id and the store's
+// entry-id guard makes the append exactly-once; without one it is random.
+func entryID(taskID string) string {
+	if taskID == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		return "e-" + hex.EncodeToString(b[:])
+	}
+	sum := sha256.Sum256([]byte(Name + "\x00" + taskID))
+	return "t-" + hex.EncodeToString(sum[:16])
+}
