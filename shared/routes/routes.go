@@ -109,11 +109,22 @@ type Trigger struct {
 // CDK app serve it.
 var table = []Route{
 	{Method: "ANY", Path: "/agents/a2awire-punctual/invoke", Function: "fixture-punctual", Auth: Public, Table: NoTable},
+	{Method: "ANY", Path: "/agents/a2awire-clean/invoke", Function: "fixture-clean", Auth: Public, Table: NoTable},
+	{Method: "ANY", Path: "/agents/a2awire-messy/invoke", Function: "fixture-messy", Auth: Public, Table: NoTable},
+	{Method: "ANY", Path: "/agents/a2awire-translator/invoke", Function: "fixture-translator", Auth: Public, Table: NoTable},
+	{Method: "ANY", Path: "/agents/a2awire-ledger/invoke", Function: "fixture-ledger", Auth: Public, Table: ReadWrite},
 }
 
 // functions holds per-function settings that differ from DefaultFunction.
 var functions = []Function{
 	{Name: "fixture-punctual", MemoryMB: 128, TimeoutSeconds: 10},
+	{Name: "fixture-clean", MemoryMB: 128, TimeoutSeconds: 10},
+	// messy's "slow" sleeps up to 5 s and must still answer.
+	{Name: "fixture-messy", MemoryMB: 128, TimeoutSeconds: 10},
+	// The LLM call is bounded at 8 s (llm.DefaultTimeout), leaving time for
+	// the fallback. TRANSLATOR_LLM_API_KEY is a secret, so it is not here.
+	{Name: "fixture-translator", MemoryMB: 256, TimeoutSeconds: 15,
+		Env: map[string]string{"TRANSLATOR_LLM_URL": "", "TRANSLATOR_LLM_MODEL": ""}},
 }
 
 // DefaultFunction returns the settings of a function named name that has no
