@@ -1,0 +1,81 @@
+// Command infra is the a2awire CDK app: `cdk synth` / `cdk deploy` run it
+// (cdk.json: "go run ."), normally through `make synth`, `make diff` and
+// `make deploy` at the repository root.
+//
+// It deploys what the checkout contains: one Lambda per functions/* folder
+// with the code `make build` wrote to build/<name>/bootstrap, every route of
+// shared/routes, and the table of shared/store/schema. Context values:
+//
+//	stage     deployment name, default "dev"; "prod" retains data on delete
+//	buildDir  where the built functions are, default <repo>/build
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/a2awire/a2awire/infra/internal/repo"
+	"github.com/a2awire/a2awire/infra/stack"
+	"github.com/a2awire/a2awire/shared/store/schema"
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+func main() {
+	err := run()
+	// Close the jsii child process before exiting either way; os.Exit would
+	// skip a deferred Close.
+	jsii.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "infra:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	app := awscdk.NewApp(nil)
+	root, err := repo.Root(".")
+	if err != nil {
+		return err
+	}
+	folders, err := repo.Functions(root)
+	if err != nil {
+		return err
+	}
+	routeList, functions, err := stack.Inputs(folders)
+	if err != nil {
+		return err
+	}
+	buildDir := contextString(app, "buildDir", filepath.Join(root, "build"))
+	if !filepath.IsAbs(buildDir) {
+		buildDir = filepath.Join(root, buildDir)
+	}
+	// Check the binaries here: the CDK's own error for a missing asset
+	// directory does not say how to make one.
+	for _, fn := range functions {
+		if _, err := os.Stat(filepath.Join(buildDir, fn.Name, "bootstrap")); err != nil {
+			return fmt.Errorf("function %s has no built binary (%v): run `make build` first", fn.Name, err)
+		}
+	}
+	if _, err := stack.New(app, stack.Props{
+		Stage:     contextString(app, "stage", "dev"),
+		Routes:    routeList,
+		Functions: functions,
+		Table:     schema.Default(),
+		AssetDir:  func(name string) string { return filepath.Join(buildDir, name) },
+	}); err != nil {
+		return err
+	}
+	app.Synth(nil)
+	return nil
+}
+
+// contextString reads a string context value (`cdk synth -c key=value` or
+// cdk.json), or def when it is unset or empty.
+func contextString(app awscdk.App, key, def string) string {
+	if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
+		return v
+	}
+	return def
+}

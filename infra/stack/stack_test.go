@@ -1,0 +1,893 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/a2awire/a2awire/infra/internal/repo"
+	"github.com/a2awire/a2awire/infra/stack"
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store/schema"
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// TestMain closes the jsii runtime (a node child process) once every test
+// has run. The tests never call t.Parallel: the jsii runtime is not safe
+// for concurrent use.
+func TestMain(m *testing.M) {
+	// What the Makefile exports, so that a bare `go test` is as quiet and
+	// offline as `make test-infra`.
+	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+	os.Setenv("CDK_DISABLE_CLI_TELEMETRY", "true")
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+// synthesized is one synthesized stack: the assertions template for
+// pattern checks and its JSON as plain Go values for whole-template scans.
+// Synthesizing costs seconds, so each test builds one and runs every check
+// against it.
+type synthesized struct {
+	stack     *stack.Stack
+	props     stack.Props
+	template  assertions.Template
+	resources map[string]resource
+	outputs   map[string]any
+}
+
+type resource struct {
+	Type           string         `json:"Type"`
+	Properties     map[string]any `json:"Properties"`
+	DeletionPolicy string         `json:"DeletionPolicy"`
+	UpdateReplace  string         `json:"UpdateReplacePolicy"`
+}
+
+// synth builds props into a fresh app. Asset directories are temporary
+// folders holding a dummy bootstrap, so the tests need no `make build`.
+func synth(t *testing.T, props stack.Props) *synthesized {
+	t.Helper()
+	assets := t.TempDir()
+	for _, fn := range props.Functions {
+		dir := filepath.Join(assets, fn.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("#!/bin/sh\n# "+fn.Name+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	props.AssetDir = func(name string) string { return filepath.Join(assets, name) }
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	s, err := stack.New(app, props)
+	if err != nil {
+		t.Fatalf("stack.New: %v", err)
+	}
+	tmpl := assertions.Template_FromStack(s.Stack, nil)
+	raw, err := json.Marshal(tmpl.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resources map[string]resource `json:"Resources"`
+		Outputs   map[string]any      `json:"Outputs"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return &synthesized{stack: s, props: props, template: tmpl, resources: doc.Resources, outputs: doc.Outputs}
+}
+
+// checkAssertion runs an assertions call, which reports a mismatch by
+// panicking with the jsii error, and turns the panic into a test failure.
+func checkAssertion(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	f()
+}
+
+// checkoutProps are the inputs main.go computes for this checkout.
+func checkoutProps(t *testing.T, stage string) stack.Props {
+	t.Helper()
+	root, err := repo.Root(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folders, err := repo.Functions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(folders) == 0 {
+		t.Fatalf("no folders under %s/functions", root)
+	}
+	rs, fns, err := stack.Inputs(folders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stack.Props{Stage: stage, Routes: rs, Functions: fns, Table: schema.Default()}
+}
+
+func (s *synthesized) ofType(typ string) map[string]resource {
+	out := map[string]resource{}
+	for id, r := range s.resources {
+		if r.Type == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// logicalID resolves the logical id CloudFormation knows a construct by.
+func (s *synthesized) logicalID(t *testing.T, c constructs.IConstruct) string {
+	t.Helper()
+	el, ok := c.Node().DefaultChild().(awscdk.CfnElement)
+	if !ok {
+		el, ok = c.(awscdk.CfnElement)
+	}
+	if !ok {
+		t.Fatalf("%s has no CloudFormation element", *c.Node().Path())
+	}
+	id, ok := s.stack.Resolve(el.LogicalId()).(string)
+	if !ok {
+		t.Fatalf("%s: logical id does not resolve to a string", *c.Node().Path())
+	}
+	return id
+}
+
+// The table actions each access level must get, written out here rather
+// than taken from the stack package so that a change there shows up as a
+// failure: no Scan (the design never scans), no DescribeTable, no wildcards.
+var (
+	readActions  = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+	writeActions = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+		"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
+	streamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
+		"dynamodb:ListStreams"}
+)
+
+// statement is one IAM policy statement with Action and Resource normalized
+// to lists.
+type statement struct {
+	Effect    string
+	Actions   []string
+	Resources []any
+}
+
+// policyStatements returns the statements of every AWS::IAM::Policy attached
+// to the role with the given logical id, and of the role's inline policies.
+func (s *synthesized) policyStatements(roleID string) []statement {
+	var out []statement
+	for _, r := range s.resources {
+		switch r.Type {
+		case "AWS::IAM::Policy":
+			for _, ref := range asList(r.Properties["Roles"]) {
+				if m, ok := ref.(map[string]any); ok && m["Ref"] == roleID {
+					out = append(out, statements(r.Properties["PolicyDocument"])...)
+				}
+			}
+		}
+	}
+	if role, ok := s.resources[roleID]; ok {
+		for _, p := range asList(role.Properties["Policies"]) {
+			if m, ok := p.(map[string]any); ok {
+				out = append(out, statements(m["PolicyDocument"])...)
+			}
+		}
+	}
+	return out
+}
+
+// allStatements is every IAM statement in the template: policies and roles'
+// inline policies.
+func (s *synthesized) allStatements() []statement {
+	var out []statement
+	for _, r := range s.resources {
+		switch r.Type {
+		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy":
+			out = append(out, statements(r.Properties["PolicyDocument"])...)
+		case "AWS::IAM::Role":
+			for _, p := range asList(r.Properties["Policies"]) {
+				if m, ok := p.(map[string]any); ok {
+					out = append(out, statements(m["PolicyDocument"])...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func statements(doc any) []statement {
+	m, _ := doc.(map[string]any)
+	var out []statement
+	for _, raw := range asList(m["Statement"]) {
+		st, _ := raw.(map[string]any)
+		var actions []string
+		for _, a := range asList(st["Action"]) {
+			actions = append(actions, fmt.Sprint(a))
+		}
+		effect, _ := st["Effect"].(string)
+		out = append(out, statement{Effect: effect, Actions: actions, Resources: asList(st["Resource"])})
+	}
+	return out
+}
+
+func asList(v any) []any {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		return v
+	default:
+		return []any{v}
+	}
+}
+
+// dynamoActions are the dynamodb: actions among statements, sorted and
+// distinct.
+func dynamoActions(sts []statement) []string {
+	var out []string
+	for _, st := range sts {
+		for _, a := range st.Actions {
+			if strings.HasPrefix(a, "dynamodb:") && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sorted(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// accessOf is the table access the stack must grant a function: its own
+// setting joined with its routes'.
+func accessOf(p stack.Props, name string) routes.Access {
+	var a routes.Access
+	for _, fn := range p.Functions {
+		if fn.Name == name {
+			a = fn.Table
+		}
+	}
+	for _, r := range p.Routes {
+		if r.Function == name {
+			a = max(a, r.Table)
+		}
+	}
+	return a
+}
+
+func hasTrigger(fn routes.Function, kind routes.TriggerKind) bool {
+	return slices.ContainsFunc(fn.Triggers, func(tr routes.Trigger) bool { return tr.Kind == kind })
+}
+
+// checkCommon is what every stack must satisfy whatever its inputs: a route
+// per input route wired to its function, a function per input function with
+// the Lambda settings of the design, the table from the schema, least
+// privilege IAM and the outputs.
+func checkCommon(t *testing.T, s *synthesized) {
+	t.Run("routes", func(t *testing.T) { checkRoutes(t, s) })
+	t.Run("functions", func(t *testing.T) { checkFunctions(t, s) })
+	t.Run("table", func(t *testing.T) { checkTable(t, s) })
+	t.Run("iam", func(t *testing.T) { checkIAM(t, s) })
+	t.Run("outputs", func(t *testing.T) {
+		for _, name := range []string{"ApiUrl", "TableName"} {
+			if _, ok := s.outputs[name]; !ok {
+				t.Errorf("output %s missing; have %v", name, s.outputs)
+			}
+		}
+		checkAssertion(t, "TableName output", func() {
+			s.template.HasOutput(jsii.String("TableName"), map[string]any{
+				"Value": map[string]any{"Ref": s.logicalID(t, s.stack.Table)},
+			})
+		})
+	})
+}
+
+func checkRoutes(t *testing.T, s *synthesized) {
+	apiID := s.logicalID(t, s.stack.API)
+	checkAssertion(t, "one HTTP API", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Api"), jsii.Number(1))
+		s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Api"), map[string]any{"ProtocolType": "HTTP"})
+		s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), map[string]any{
+			"StageName": "$default", "AutoDeploy": true,
+		})
+	})
+	checkAssertion(t, "route count", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Route"), jsii.Number(float64(len(s.props.Routes))))
+	})
+
+	// Which function each integration invokes.
+	integrationFn := map[string]string{}
+	fnByID := map[string]string{}
+	for name, fn := range s.stack.Functions {
+		fnByID[s.logicalID(t, fn)] = name
+	}
+	for id, r := range s.ofType("AWS::ApiGatewayV2::Integration") {
+		if r.Properties["IntegrationType"] != "AWS_PROXY" || r.Properties["PayloadFormatVersion"] != "2.0" {
+			t.Errorf("integration %s: type %v payload %v, want AWS_PROXY 2.0", id, r.Properties["IntegrationType"], r.Properties["PayloadFormatVersion"])
+		}
+		uri, _ := r.Properties["IntegrationUri"].(map[string]any)
+		getAtt, _ := uri["Fn::GetAtt"].([]any)
+		if len(getAtt) != 2 || getAtt[1] != "Arn" {
+			t.Errorf("integration %s: IntegrationUri %v is not a function ARN", id, r.Properties["IntegrationUri"])
+			continue
+		}
+		integrationFn[id] = fnByID[fmt.Sprint(getAtt[0])]
+	}
+
+	byKey := map[string]resource{}
+	for _, r := range s.ofType("AWS::ApiGatewayV2::Route") {
+		byKey[fmt.Sprint(r.Properties["RouteKey"])] = r
+	}
+	for _, want := range s.props.Routes {
+		checkAssertion(t, "route "+want.Key(), func() {
+			s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{
+				"RouteKey": want.Key(),
+				"ApiId":    map[string]any{"Ref": apiID},
+			})
+		})
+		r, ok := byKey[want.Key()]
+		if !ok {
+			continue
+		}
+		if r.Properties["AuthorizationType"] != nil && r.Properties["AuthorizationType"] != "NONE" {
+			t.Errorf("route %s: AuthorizationType %v; the handlers authenticate (design §7)", want.Key(), r.Properties["AuthorizationType"])
+		}
+		// Target is {"Fn::Join": ["", ["integrations/", {"Ref": <integration>}]]}.
+		raw, _ := json.Marshal(r.Properties["Target"])
+		var target struct {
+			Join []json.RawMessage `json:"Fn::Join"`
+		}
+		var parts []json.RawMessage
+		var ref struct{ Ref string }
+		if json.Unmarshal(raw, &target) != nil || len(target.Join) != 2 ||
+			json.Unmarshal(target.Join[1], &parts) != nil || len(parts) != 2 ||
+			json.Unmarshal(parts[1], &ref) != nil {
+			t.Errorf("route %s: unexpected Target %s", want.Key(), raw)
+			continue
+		}
+		if got := integrationFn[ref.Ref]; got != want.Function {
+			t.Errorf("route %s goes to function %q, want %q", want.Key(), got, want.Function)
+		}
+	}
+	// Every route may invoke its function, and only from this API.
+	perms := 0
+	for id, r := range s.ofType("AWS::Lambda::Permission") {
+		if r.Properties["Principal"] != "apigateway.amazonaws.com" {
+			continue
+		}
+		perms++
+		if r.Properties["SourceArn"] == nil {
+			t.Errorf("permission %s: API Gateway may invoke from any API (no SourceArn)", id)
+		}
+	}
+	if perms != len(s.props.Routes) {
+		t.Errorf("%d API Gateway invoke permissions, want one per route (%d)", perms, len(s.props.Routes))
+	}
+}
+
+func checkFunctions(t *testing.T, s *synthesized) {
+	lambdas := s.ofType("AWS::Lambda::Function")
+	if len(lambdas) != len(s.props.Functions) {
+		t.Errorf("%d AWS::Lambda::Function, want one per function (%d)", len(lambdas), len(s.props.Functions))
+	}
+	retention := 30.0
+	if s.props.Stage == stack.ProdStage {
+		retention = 90
+	}
+	for _, fn := range s.props.Functions {
+		lf, ok := s.stack.Functions[fn.Name]
+		if !ok {
+			t.Errorf("function %s not created", fn.Name)
+			continue
+		}
+		id := s.logicalID(t, lf)
+		r := s.resources[id]
+		p := r.Properties
+		if got := fmt.Sprint(p["Architectures"]); got != "[arm64]" {
+			t.Errorf("%s: Architectures %s, want [arm64]", fn.Name, got)
+		}
+		if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" {
+			t.Errorf("%s: runtime %v handler %v, want provided.al2023 bootstrap", fn.Name, p["Runtime"], p["Handler"])
+		}
+		if p["MemorySize"] != float64(fn.MemoryMB) || p["Timeout"] != float64(fn.TimeoutSeconds) {
+			t.Errorf("%s: memory %v timeout %v, want %d %d from routes.Config", fn.Name, p["MemorySize"], p["Timeout"], fn.MemoryMB, fn.TimeoutSeconds)
+		}
+		vars := map[string]any{}
+		if env, ok := p["Environment"].(map[string]any); ok {
+			vars, _ = env["Variables"].(map[string]any)
+		}
+		for k, v := range fn.Env {
+			if vars[k] != v {
+				t.Errorf("%s: env %s=%v, want %q", fn.Name, k, vars[k], v)
+			}
+		}
+		tableRef := map[string]any{"Ref": s.logicalID(t, s.stack.Table)}
+		if accessOf(s.props, fn.Name) == routes.NoTable {
+			if _, ok := vars[stack.TableNameEnv]; ok {
+				t.Errorf("%s: has %s but does not touch the table", fn.Name, stack.TableNameEnv)
+			}
+		} else if fmt.Sprint(vars[stack.TableNameEnv]) != fmt.Sprint(tableRef) {
+			t.Errorf("%s: %s=%v, want %v", fn.Name, stack.TableNameEnv, vars[stack.TableNameEnv], tableRef)
+		}
+		// Logs go to the function's own log group, with a retention.
+		logging, _ := p["LoggingConfig"].(map[string]any)
+		lg, _ := logging["LogGroup"].(map[string]any)
+		lgID, _ := lg["Ref"].(string)
+		if g, ok := s.resources[lgID]; !ok || g.Type != "AWS::Logs::LogGroup" {
+			t.Errorf("%s: LoggingConfig %v does not name a log group of the stack", fn.Name, p["LoggingConfig"])
+		} else if g.Properties["RetentionInDays"] != retention {
+			t.Errorf("%s: log retention %v days, want %v", fn.Name, g.Properties["RetentionInDays"], retention)
+		}
+		// The code is the function's own asset, i.e. build/<name>.
+		if code, _ := p["Code"].(map[string]any); code["S3Key"] == nil {
+			t.Errorf("%s: Code %v is not an asset", fn.Name, p["Code"])
+		}
+	}
+	checkAssertion(t, "every function arm64 provided.al2023 bootstrap", func() {
+		s.template.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"Architectures": []any{"arm64"},
+			"Runtime":       "provided.al2023",
+			"Handler":       "bootstrap",
+		})
+	})
+	checkAssertion(t, "one log group per function", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::Logs::LogGroup"), jsii.Number(float64(len(s.props.Functions))))
+	})
+}
+
+func checkTable(t *testing.T, s *synthesized) {
+	def := schema.Default()
+	keys := []any{map[string]any{"AttributeName": def.PartitionKey.Name, "KeyType": "HASH"}}
+	attrs := []any{map[string]any{"AttributeName": def.PartitionKey.Name, "AttributeType": string(def.PartitionKey.Type)}}
+	if def.SortKey.Name != "" {
+		keys = append(keys, map[string]any{"AttributeName": def.SortKey.Name, "KeyType": "RANGE"})
+		attrs = append(attrs, map[string]any{"AttributeName": def.SortKey.Name, "AttributeType": string(def.SortKey.Type)})
+	}
+	var gsis []any
+	for _, idx := range def.Indexes {
+		ks := []any{map[string]any{"AttributeName": idx.PartitionKey.Name, "KeyType": "HASH"}}
+		attrs = append(attrs, map[string]any{"AttributeName": idx.PartitionKey.Name, "AttributeType": string(idx.PartitionKey.Type)})
+		if idx.SortKey.Name != "" {
+			ks = append(ks, map[string]any{"AttributeName": idx.SortKey.Name, "KeyType": "RANGE"})
+			attrs = append(attrs, map[string]any{"AttributeName": idx.SortKey.Name, "AttributeType": string(idx.SortKey.Type)})
+		}
+		gsis = append(gsis, map[string]any{
+			"IndexName":  idx.Name,
+			"KeySchema":  ks,
+			"Projection": map[string]any{"ProjectionType": "ALL"},
+		})
+	}
+	prod := s.props.Stage == stack.ProdStage
+	checkAssertion(t, "table from schema.Default()", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1))
+		s.template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"KeySchema":                        keys,
+			"AttributeDefinitions":             assertions.Match_ArrayWith(&attrs),
+			"GlobalSecondaryIndexes":           gsis,
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": def.TTLAttribute, "Enabled": true},
+			"StreamSpecification":              map[string]any{"StreamViewType": def.StreamView},
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+			"DeletionProtectionEnabled":        prod,
+		})
+	})
+	policy := "Delete"
+	if prod {
+		policy = "Retain"
+	}
+	checkAssertion(t, "table removal policy", func() {
+		s.template.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"DeletionPolicy":      policy,
+			"UpdateReplacePolicy": policy,
+		})
+	})
+	for id, r := range s.ofType("AWS::DynamoDB::Table") {
+		if n := len(asList(r.Properties["AttributeDefinitions"])); n != len(attrs) {
+			t.Errorf("table %s: %d attribute definitions, want exactly the %d key attributes", id, n, len(attrs))
+		}
+	}
+}
+
+func checkIAM(t *testing.T, s *synthesized) {
+	// Nowhere in the template: dynamodb wildcards, or a dynamodb action on
+	// every resource.
+	for _, st := range s.allStatements() {
+		var ddb []string
+		for _, a := range st.Actions {
+			if a == "*" || strings.HasPrefix(a, "dynamodb:") {
+				ddb = append(ddb, a)
+			}
+		}
+		if len(ddb) == 0 {
+			continue
+		}
+		for _, a := range ddb {
+			if strings.Contains(a, "*") {
+				t.Errorf("statement grants %q", a)
+			}
+		}
+		for _, r := range st.Resources {
+			if r == "*" {
+				t.Errorf("statement grants %v on Resource \"*\"", ddb)
+			}
+		}
+	}
+	// No role carries a managed policy: AWSLambdaBasicExecutionRole would
+	// give logs on "*" where each function needs only its own log group.
+	for id, r := range s.ofType("AWS::IAM::Role") {
+		if r.Properties["ManagedPolicyArns"] != nil {
+			t.Errorf("role %s has managed policies %v", id, r.Properties["ManagedPolicyArns"])
+		}
+	}
+
+	tableArn := fmt.Sprint(map[string]any{"Fn::GetAtt": []any{s.logicalID(t, s.stack.Table), "Arn"}})
+	for _, fn := range s.props.Functions {
+		sts := s.policyStatements(s.logicalID(t, s.stack.Roles[fn.Name]))
+		var want []string
+		switch accessOf(s.props, fn.Name) {
+		case routes.ReadOnly:
+			want = sorted(readActions)
+		case routes.ReadWrite:
+			want = sorted(readActions, writeActions)
+		}
+		if hasTrigger(fn, routes.StreamTrigger) {
+			want = sorted(want, streamActions)
+		}
+		if got := dynamoActions(sts); !slices.Equal(got, want) {
+			t.Errorf("%s (table access %s): dynamodb actions %v, want %v", fn.Name, accessOf(s.props, fn.Name), got, want)
+		}
+		// Table actions only on this table and its indexes; stream actions
+		// only on its streams.
+		for _, st := range sts {
+			if len(dynamoActions([]statement{st})) == 0 {
+				continue
+			}
+			for _, r := range st.Resources {
+				if !strings.Contains(fmt.Sprint(r), tableArn) {
+					t.Errorf("%s: dynamodb statement on %v, which is not the table", fn.Name, r)
+				}
+			}
+		}
+		// Logs only to its own log group.
+		for _, st := range sts {
+			for _, a := range st.Actions {
+				if strings.HasPrefix(a, "logs:") && slices.Contains(st.Resources, any("*")) {
+					t.Errorf("%s: %s on \"*\"", fn.Name, a)
+				}
+			}
+		}
+	}
+}
+
+// TestCheckoutStack synthesizes what `make synth` deploys for this checkout
+// (dev stage): every functions/* folder and every route of routes.All().
+func TestCheckoutStack(t *testing.T) {
+	props := checkoutProps(t, "dev")
+	s := synth(t, props)
+	checkCommon(t, s)
+
+	t.Run("every route of routes.All()", func(t *testing.T) {
+		for _, r := range routes.All() {
+			checkAssertion(t, r.Key(), func() {
+				s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{"RouteKey": r.Key()})
+			})
+		}
+	})
+	t.Run("one function per folder", func(t *testing.T) {
+		root, _ := repo.Root(".")
+		folders, _ := repo.Functions(root)
+		checkAssertion(t, "function count", func() {
+			s.template.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(float64(len(folders))))
+		})
+		for _, name := range folders {
+			if _, ok := s.stack.Functions[name]; !ok {
+				t.Errorf("functions/%s has no Lambda", name)
+			}
+		}
+	})
+	t.Run("table access matches routes.TableAccess", func(t *testing.T) {
+		for _, fn := range props.Functions {
+			if got, want := accessOf(props, fn.Name), routes.TableAccess(fn.Name); got != want {
+				t.Errorf("%s: stack grants %s, routes.TableAccess says %s", fn.Name, got, want)
+			}
+		}
+	})
+	t.Run("dev data is disposable", func(t *testing.T) {
+		if name := *s.stack.StackName(); name != "a2awire-dev" {
+			t.Errorf("stack name %q", name)
+		}
+		for id, r := range s.ofType("AWS::Logs::LogGroup") {
+			if r.DeletionPolicy != "Delete" {
+				t.Errorf("log group %s: DeletionPolicy %q", id, r.DeletionPolicy)
+			}
+		}
+	})
+}
+
+// Extra inputs that no function of the checkout uses yet: a stream and
+// schedule driven function (what the webhook dispatcher will be), a new
+// folder with a read-only route, one with read and write routes, and one
+// that never touches the table.
+var (
+	dispatcher = routes.Function{
+		Name: "test-dispatcher", MemoryMB: 256, TimeoutSeconds: 60, Table: routes.ReadWrite,
+		Env: map[string]string{"DISPATCH_TIMEOUT": "5s"},
+		Triggers: []routes.Trigger{
+			{Kind: routes.StreamTrigger},
+			{Kind: routes.ScheduleTrigger, Schedule: "rate(1 minute)"},
+		},
+	}
+	extraFunctions = []routes.Function{
+		dispatcher,
+		routes.DefaultFunction("test-reader"),
+		routes.DefaultFunction("test-writer"),
+		routes.DefaultFunction("test-public"),
+	}
+	extraRoutes = []routes.Route{
+		{Method: "GET", Path: "/test/reader/{id}", Function: "test-reader", Auth: routes.Public, Table: routes.ReadOnly},
+		{Method: "GET", Path: "/test/reader/{id}/items/{rest+}", Function: "test-reader", Auth: routes.Public, Table: routes.ReadOnly},
+		{Method: "GET", Path: "/test/writer", Function: "test-writer", Auth: routes.Public, Table: routes.ReadOnly},
+		{Method: "POST", Path: "/test/writer", Function: "test-writer", Auth: routes.Signed, Table: routes.ReadWrite},
+		{Method: "ANY", Path: "/test/public", Function: "test-public", Auth: routes.Public, Table: routes.NoTable},
+	}
+)
+
+// TestExtendedStack adds functions and routes to the checkout's inputs, as a
+// new functions/* folder and route-table entry would, and checks that they
+// are deployed without any change to infra/, along with the stream and
+// schedule wiring.
+func TestExtendedStack(t *testing.T) {
+	props := checkoutProps(t, "dev")
+	base := len(props.Functions)
+	props.Functions = append(props.Functions, extraFunctions...)
+	props.Routes = append(props.Routes, extraRoutes...)
+	s := synth(t, props)
+	checkCommon(t, s)
+
+	t.Run("new function and route are deployed", func(t *testing.T) {
+		checkAssertion(t, "function count", func() {
+			s.template.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(float64(base+len(extraFunctions))))
+		})
+		for _, r := range extraRoutes {
+			checkAssertion(t, r.Key(), func() {
+				s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{"RouteKey": r.Key()})
+			})
+		}
+		checkAssertion(t, "test-reader function", func() {
+			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+				"Description": "a2awire dev test-reader",
+			})
+		})
+	})
+
+	t.Run("read-only function cannot write", func(t *testing.T) {
+		got := dynamoActions(s.policyStatements(s.logicalID(t, s.stack.Roles["test-reader"])))
+		for _, a := range got {
+			if slices.Contains(writeActions, a) {
+				t.Errorf("test-reader has %s", a)
+			}
+		}
+		if len(got) == 0 {
+			t.Error("test-reader cannot read either")
+		}
+	})
+
+	t.Run("no-table function has no dynamodb actions", func(t *testing.T) {
+		if got := dynamoActions(s.policyStatements(s.logicalID(t, s.stack.Roles["test-public"]))); len(got) > 0 {
+			t.Errorf("test-public has %v", got)
+		}
+	})
+
+	t.Run("stream trigger", func(t *testing.T) {
+		fnID := s.logicalID(t, s.stack.Functions[dispatcher.Name])
+		queue, ok := s.stack.FailureQueues[dispatcher.Name]
+		if !ok {
+			t.Fatal("no failure queue")
+		}
+		queueID := s.logicalID(t, queue)
+		checkAssertion(t, "event source mapping", func() {
+			s.template.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(1))
+			s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+				"FunctionName":               map[string]any{"Ref": fnID},
+				"EventSourceArn":             map[string]any{"Fn::GetAtt": []any{s.logicalID(t, s.stack.Table), "StreamArn"}},
+				"StartingPosition":           "LATEST",
+				"BatchSize":                  stack.StreamBatchSize,
+				"BisectBatchOnFunctionError": true,
+				"MaximumRetryAttempts":       stack.StreamRetryAttempts,
+				"MaximumRecordAgeInSeconds":  stack.StreamMaxRecordAgeS,
+				"FunctionResponseTypes":      []any{"ReportBatchItemFailures"},
+				"DestinationConfig": map[string]any{"OnFailure": map[string]any{
+					"Destination": map[string]any{"Fn::GetAtt": []any{queueID, "Arn"}},
+				}},
+			})
+		})
+		checkAssertion(t, "failure queue", func() {
+			s.template.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(1))
+			s.template.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+				"MessageRetentionPeriod": stack.FailureRetentionDays * 24 * 3600,
+				"SqsManagedSseEnabled":   true,
+			})
+		})
+		// The dispatcher's role may send to its queue and read the stream.
+		var sendsToQueue, streamScoped bool
+		for _, st := range s.policyStatements(s.logicalID(t, s.stack.Roles[dispatcher.Name])) {
+			if slices.Contains(st.Actions, "sqs:SendMessage") && strings.Contains(fmt.Sprint(st.Resources), queueID) {
+				sendsToQueue = true
+			}
+			if slices.Contains(st.Actions, "dynamodb:GetRecords") {
+				streamScoped = len(st.Resources) == 1 && strings.Contains(fmt.Sprint(st.Resources[0]), "/stream/*")
+			}
+		}
+		if !sendsToQueue {
+			t.Error("dispatcher may not send to its failure queue")
+		}
+		if !streamScoped {
+			t.Error("stream read is not scoped to the table's streams")
+		}
+		// Only the dispatcher reads the stream.
+		for _, fn := range props.Functions {
+			if fn.Name == dispatcher.Name {
+				continue
+			}
+			for _, a := range dynamoActions(s.policyStatements(s.logicalID(t, s.stack.Roles[fn.Name]))) {
+				if slices.Contains(streamActions, a) {
+					t.Errorf("%s has %s", fn.Name, a)
+				}
+			}
+		}
+	})
+
+	t.Run("schedule trigger", func(t *testing.T) {
+		fnID := s.logicalID(t, s.stack.Functions[dispatcher.Name])
+		checkAssertion(t, "rule", func() {
+			s.template.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(1))
+			s.template.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+				"ScheduleExpression": "rate(1 minute)",
+				"State":              "ENABLED",
+				"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
+					"Arn": map[string]any{"Fn::GetAtt": []any{fnID, "Arn"}},
+				})},
+			})
+			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]any{
+				"Principal":    "events.amazonaws.com",
+				"FunctionName": map[string]any{"Fn::GetAtt": []any{fnID, "Arn"}},
+			})
+		})
+	})
+}
+
+// TestProdStack checks what the prod stage changes: the table survives
+// deletion twice over (deletion protection and RETAIN), logs are kept
+// longer and retained.
+func TestProdStack(t *testing.T) {
+	props := checkoutProps(t, stack.ProdStage)
+	props.Functions = append(props.Functions, dispatcher)
+	s := synth(t, props)
+	checkCommon(t, s)
+
+	t.Run("retained data", func(t *testing.T) {
+		if name := *s.stack.StackName(); name != "a2awire-prod" {
+			t.Errorf("stack name %q", name)
+		}
+		checkAssertion(t, "table", func() {
+			s.template.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+				"DeletionPolicy": "Retain",
+				"Properties":     assertions.Match_ObjectLike(&map[string]any{"DeletionProtectionEnabled": true}),
+			})
+		})
+		for _, typ := range []string{"AWS::Logs::LogGroup", "AWS::SQS::Queue"} {
+			for id, r := range s.ofType(typ) {
+				if r.DeletionPolicy != "Retain" {
+					t.Errorf("%s %s: DeletionPolicy %q, want Retain", typ, id, r.DeletionPolicy)
+				}
+			}
+		}
+	})
+}
+
+// TestInputs checks how the checkout's folders become stack inputs.
+func TestInputs(t *testing.T) {
+	all := routes.Functions()
+	t.Run("every folder is a function", func(t *testing.T) {
+		folders := append(slices.Clone(all), "zz-not-routed-yet")
+		rs, fns, err := stack.Inputs(folders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != len(routes.All()) {
+			t.Errorf("%d routes, want %d", len(rs), len(routes.All()))
+		}
+		var names []string
+		for _, fn := range fns {
+			names = append(names, fn.Name)
+			if want := routes.Config(fn.Name); fn.MemoryMB != want.MemoryMB || fn.TimeoutSeconds != want.TimeoutSeconds {
+				t.Errorf("%s: settings %+v, want routes.Config's %+v", fn.Name, fn, want)
+			}
+		}
+		if !slices.Equal(names, folders) {
+			t.Errorf("functions %v, want the folders %v", names, folders)
+		}
+	})
+	t.Run("routed function without a folder", func(t *testing.T) {
+		if len(all) == 0 {
+			t.Fatal("route table names no function")
+		}
+		_, _, err := stack.Inputs(all[1:])
+		if err == nil || !strings.Contains(err.Error(), all[0]) {
+			t.Errorf("err = %v, want one naming %s", err, all[0])
+		}
+	})
+}
+
+// TestValidate checks that inconsistent inputs fail before anything is
+// synthesized, with an error that says what is wrong.
+func TestValidate(t *testing.T) {
+	assets := t.TempDir()
+	if err := os.WriteFile(filepath.Join(assets, "bootstrap"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good := func() stack.Props {
+		return stack.Props{
+			Stage:     "dev",
+			Routes:    []routes.Route{{Method: "GET", Path: "/a/{x}", Function: "fn-a"}},
+			Functions: []routes.Function{routes.DefaultFunction("fn-a")},
+			Table:     schema.Default(),
+			AssetDir:  func(string) string { return assets },
+		}
+	}
+	cases := []struct {
+		name   string
+		change func(*stack.Props)
+		want   string
+	}{
+		{"bad stage", func(p *stack.Props) { p.Stage = "Prod!" }, "stage"},
+		{"route to unknown function", func(p *stack.Props) { p.Routes[0].Function = "fn-b" }, `function "fn-b"`},
+		{"bad method", func(p *stack.Props) { p.Routes[0].Method = "FETCH" }, `method "FETCH"`},
+		{"same route twice", func(p *stack.Props) {
+			p.Routes = append(p.Routes, routes.Route{Method: "GET", Path: "/a/{y}", Function: "fn-a"})
+		}, "same API Gateway route"},
+		{"duplicate function", func(p *stack.Props) { p.Functions = append(p.Functions, p.Functions[0]) }, "listed twice"},
+		{"memory", func(p *stack.Props) { p.Functions[0].MemoryMB = 64 }, "memory"},
+		{"reserved env", func(p *stack.Props) { p.Functions[0].Env = map[string]string{stack.TableNameEnv: "x"} }, stack.TableNameEnv},
+		{"bad schedule", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.ScheduleTrigger, Schedule: "every minute"}}
+		}, "schedule"},
+		{"stream without stream", func(p *stack.Props) {
+			p.Table.StreamView = ""
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.StreamTrigger}}
+		}, "no stream"},
+		{"no asset dir", func(p *stack.Props) { p.AssetDir = nil }, "AssetDir"},
+	}
+	if _, err := stack.New(awscdk.NewApp(nil), good()); err != nil {
+		t.Fatalf("good inputs: %v", err)
+	}
+	for _, c := range cases {
+		p := good()
+		c.change(&p)
+		_, err := stack.New(nil, p)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
