@@ -24,6 +24,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	gw, err := harness.New(harness.Options{Log: log, Store: st})
+	gw, err := harness.New(harness.Options{Log: log, Store: st, TranslatorLLM: translator.EnvConfig(os.Getenv)})
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ func invoke(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("decode event %s: %w", cfg.event, err)
 	}
 	log := logging.New(stderr, logging.JSON, slog.LevelInfo)
-	gw, err := harness.New(harness.Options{Log: log})
+	gw, err := harness.New(harness.Options{Log: log, TranslatorLLM: translator.EnvConfig(os.Getenv)})
 	if err != nil {
 		return err
 	}
