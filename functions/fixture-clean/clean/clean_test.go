@@ -1,23 +1,17 @@
 package clean_test
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/a2awire/a2awire/functions/fixture-clean/clean"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/protocol"
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
 // invoke POSTs body to h and checks the response against the protocol's
@@ -140,48 +134,5 @@ func TestLargeText(t *testing.T) {
 	_ = json.Unmarshal(w.Body.Bytes(), &resp)
 	if resp.Output.Words != len(text)/5 || resp.Output.Characters != len(text) {
 		t.Errorf("output %+v for %d words", resp.Output, len(text)/5)
-	}
-}
-
-// TestEvents runs the fixture's sample API Gateway events through the
-// Lambda adapter, as `make invoke` does, and checks their expected status.
-func TestEvents(t *testing.T) {
-	entry := httpadapter.NewV2(clean.New(logging.Discard())).ProxyWithContext
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var expected map[string]int
-	if err := json.Unmarshal(raw, &expected); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for name, status := range expected {
-		if !strings.HasPrefix(name, "fixture-clean-") {
-			continue
-		}
-		n++
-		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev events.APIGatewayV2HTTPRequest
-			if err := json.Unmarshal(raw, &ev); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			resp, err := entry(ctx, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != status {
-				t.Errorf("status %d, want %d: %s", resp.StatusCode, status, resp.Body)
-			}
-		})
-	}
-	if n == 0 {
-		t.Fatal("no fixture-clean events in events/expected.json")
 	}
 }

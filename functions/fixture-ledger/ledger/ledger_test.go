@@ -23,8 +23,6 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/memory"
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
 // local is the DynamoDB Local server of this package's tests.
@@ -359,46 +357,5 @@ func TestConcurrentRetries(t *testing.T) {
 			t.Logf("%s: %d requests → 1 entry (sequence %d, balance %d); 1 ran, %d replayed, %d request_in_progress",
 				s.name, n, entries[0].Sequence, entries[0].BalanceCents, replayed, busy)
 		})
-	}
-}
-
-func TestEvents(t *testing.T) {
-	entry := httpadapter.NewV2(ledger.New(logging.Discard(), memory.New())).ProxyWithContext
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var expected map[string]int
-	if err := json.Unmarshal(raw, &expected); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for name, status := range expected {
-		if !strings.HasPrefix(name, "fixture-ledger-") {
-			continue
-		}
-		n++
-		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev events.APIGatewayV2HTTPRequest
-			if err := json.Unmarshal(raw, &ev); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			resp, err := entry(ctx, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != status {
-				t.Errorf("status %d, want %d: %s", resp.StatusCode, status, resp.Body)
-			}
-		})
-	}
-	if n == 0 {
-		t.Fatal("no fixture-ledger events in events/expected.json")
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +12,6 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-messy/messy"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/protocol"
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
 func invoke(t *testing.T, ctx context.Context, h http.Handler, body string) *httptest.ResponseRecorder {
@@ -135,47 +131,6 @@ func TestSlow(t *testing.T) {
 	w = invoke(t, ctx, h, `{"task":"messy-echo","input":{"simulate":"slow","delay_ms":5000}}`)
 	if el := time.Since(start); w.Code != http.StatusServiceUnavailable || el > 2*time.Second {
 		t.Errorf("slow past the deadline: status %d after %s, want 503 at the deadline", w.Code, el)
-	}
-}
-
-func TestEvents(t *testing.T) {
-	entry := httpadapter.NewV2(messy.New(logging.Discard())).ProxyWithContext
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var expected map[string]int
-	if err := json.Unmarshal(raw, &expected); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for name, status := range expected {
-		if !strings.HasPrefix(name, "fixture-messy-") {
-			continue
-		}
-		n++
-		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev events.APIGatewayV2HTTPRequest
-			if err := json.Unmarshal(raw, &ev); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			resp, err := entry(ctx, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != status {
-				t.Errorf("status %d, want %d: %s", resp.StatusCode, status, resp.Body)
-			}
-		})
-	}
-	if n == 0 {
-		t.Fatal("no fixture-messy events in events/expected.json")
 	}
 }
 

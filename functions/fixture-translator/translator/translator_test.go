@@ -1,13 +1,10 @@
 package translator_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,8 +14,6 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/protocol"
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
 // fakeLLM is an OpenAI-compatible chat endpoint on 127.0.0.1 whose
@@ -236,46 +231,5 @@ func TestNoLLMCallWithoutConfig(t *testing.T) {
 	})
 	if want := (llm.Config{URL: "http://127.0.0.1:1", APIKey: "k", Model: "m"}); cfg != want {
 		t.Fatalf("EnvConfig = %+v, want %+v", cfg, want)
-	}
-}
-
-func TestEvents(t *testing.T) {
-	entry := httpadapter.NewV2(translator.New(logging.Discard(), llm.Config{}, nil)).ProxyWithContext
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var expected map[string]int
-	if err := json.Unmarshal(raw, &expected); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for name, status := range expected {
-		if !strings.HasPrefix(name, "fixture-translator-") {
-			continue
-		}
-		n++
-		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join("..", "..", "..", "events", name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev events.APIGatewayV2HTTPRequest
-			if err := json.Unmarshal(raw, &ev); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			resp, err := entry(ctx, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != status {
-				t.Errorf("status %d, want %d: %s", resp.StatusCode, status, resp.Body)
-			}
-		})
-	}
-	if n == 0 {
-		t.Fatal("no fixture-translator events in events/expected.json")
 	}
 }
