@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
@@ -286,16 +285,32 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, assetDir s
 		case routes.StreamTrigger:
 			s.addStreamTrigger(scope, fn.Name, f, role, prod)
 		case routes.ScheduleTrigger:
-			awsevents.NewRule(scope, jsii.String("Schedule"), &awsevents.RuleProps{
-				Description: jsii.String(fmt.Sprintf("a2awire %s %s: %s", s.Stage, fn.Name, tr.Schedule)),
-				Schedule:    awsevents.Schedule_Expression(jsii.String(tr.Schedule)),
-				Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(f, &awseventstargets.LambdaFunctionProps{
-					// A missed tick is harmless: the next one runs a minute later.
-					RetryAttempts: jsii.Number(0),
-				})},
-			})
+			s.addSchedule(scope, fn.Name, tr.Schedule, f)
 		}
 	}
+}
+
+// addSchedule invokes the function on an EventBridge schedule. It writes
+// the rule and the invoke permission at the CloudFormation level because
+// aws-events-targets, the L2 way, compiles some forty more CDK packages into
+// this module for one Lambda target.
+func (s *Stack) addSchedule(scope constructs.Construct, name, schedule string, f awslambda.Function) {
+	rule := awsevents.NewCfnRule(scope, jsii.String("Schedule"), &awsevents.CfnRuleProps{
+		Description:        jsii.String(fmt.Sprintf("a2awire %s %s: %s", s.Stage, name, schedule)),
+		ScheduleExpression: jsii.String(schedule),
+		State:              jsii.String("ENABLED"),
+		Targets: &[]any{&awsevents.CfnRule_TargetProperty{
+			Id:  jsii.String("Function"),
+			Arn: f.FunctionArn(),
+			// A missed tick is harmless: the next one comes a minute later.
+			RetryPolicy: &awsevents.CfnRule_RetryPolicyProperty{MaximumRetryAttempts: jsii.Number(0)},
+		}},
+	})
+	f.AddPermission(jsii.String("ScheduleInvoke"), &awslambda.Permission{
+		Principal: awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil),
+		Action:    jsii.String("lambda:InvokeFunction"),
+		SourceArn: rule.AttrArn(),
+	})
 }
 
 // addStreamTrigger feeds the function from the table's stream. It uses a

@@ -84,6 +84,11 @@ func synth(t *testing.T, props stack.Props) *synthesized {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
+	counts := map[string]int{}
+	for _, r := range doc.Resources {
+		counts[r.Type]++
+	}
+	t.Logf("%s: %d resources %v", *s.StackName(), len(doc.Resources), counts)
 	return &synthesized{stack: s, props: props, template: tmpl, resources: doc.Resources, outputs: doc.Outputs}
 }
 
@@ -760,6 +765,10 @@ func TestExtendedStack(t *testing.T) {
 
 	t.Run("schedule trigger", func(t *testing.T) {
 		fnID := s.logicalID(t, s.stack.Functions[dispatcher.Name])
+		var ruleID string
+		for id := range s.ofType("AWS::Events::Rule") {
+			ruleID = id
+		}
 		checkAssertion(t, "rule", func() {
 			s.template.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(1))
 			s.template.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
@@ -770,8 +779,10 @@ func TestExtendedStack(t *testing.T) {
 				})},
 			})
 			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]any{
+				"Action":       "lambda:InvokeFunction",
 				"Principal":    "events.amazonaws.com",
 				"FunctionName": map[string]any{"Fn::GetAtt": []any{fnID, "Arn"}},
+				"SourceArn":    map[string]any{"Fn::GetAtt": []any{ruleID, "Arn"}},
 			})
 		})
 	})
