@@ -75,12 +75,13 @@ var (
 // (design §8: backoff, then dead-letter, driven by the schedule), so the
 // event source mapping only has to survive a crashing batch: bisect to find
 // the poison record, retry a few times, and park what still fails in an SQS
-// queue rather than blocking the shard for the stream's 24 h retention.
+// queue rather than blocking the shard for the stream's 24 h retention. No
+// batching window: Lambda hands records over as soon as it polls them, so
+// webhook delivery waits for nothing but the stream itself.
 const (
 	StreamBatchSize      = 100
 	StreamRetryAttempts  = 5
 	StreamMaxRecordAgeS  = 3600
-	StreamBatchWindowS   = 1
 	FailureRetentionDays = 14
 )
 
@@ -337,7 +338,6 @@ func (s *Stack) addStreamTrigger(scope constructs.Construct, name string, f awsl
 		EventSourceArn:          s.Table.TableStreamArn(),
 		StartingPosition:        awslambda.StartingPosition_LATEST,
 		BatchSize:               jsii.Number(StreamBatchSize),
-		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(StreamBatchWindowS)),
 		BisectBatchOnError:      jsii.Bool(true),
 		RetryAttempts:           jsii.Number(StreamRetryAttempts),
 		MaxRecordAge:            awscdk.Duration_Seconds(jsii.Number(StreamMaxRecordAgeS)),
