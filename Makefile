@@ -18,7 +18,7 @@ ADDR ?= 127.0.0.1:8080
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: local test test-go test-infra build invoke lint fuzz bench synth deploy diff tools npm clean
+.PHONY: local test test-go test-infra build invoke lint fuzz bench synth deploy diff cdk-bootstrap tools npm clean
 
 ## local: run the whole system in one process on $(ADDR) with the embedded store.
 local:
@@ -57,6 +57,7 @@ lint:
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd infra && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 ## fuzz: run every fuzz target for $(FUZZTIME) each (seed corpora run in `make test`).
 fuzz:
@@ -73,7 +74,7 @@ bench:
 
 ## synth: synthesize the CDK app into cdk.out/ offline (no AWS credentials).
 synth: npm build
-	cd infra && CDK_OUTDIR=$(CURDIR)/cdk.out $(CURDIR)/node_modules/.bin/cdk synth --quiet $(CDK_ARGS)
+	cd infra && $(CURDIR)/node_modules/.bin/cdk synth --quiet $(CDK_ARGS)
 
 ## deploy / diff: the CDK CLI against your AWS account (credentials required).
 deploy: npm build
@@ -81,6 +82,10 @@ deploy: npm build
 
 diff: npm build
 	cd infra && $(CURDIR)/node_modules/.bin/cdk diff $(CDK_ARGS)
+
+## cdk-bootstrap: once per AWS account/region, the CDK's asset bucket and deploy roles.
+cdk-bootstrap: npm
+	cd infra && $(CURDIR)/node_modules/.bin/cdk bootstrap $(CDK_ARGS)
 
 ## tools: project-local binaries built from the Go module proxy.
 tools: $(TOOLS)/aws-lambda-rie
