@@ -22,7 +22,7 @@ import (
 // and -reset rely on.
 func TestCreateTable(t *testing.T) {
 	ctx := context.Background()
-	client := local.Client(ctx)
+	client := local.Client()
 	const table = "create-table-test"
 	for range 2 {
 		if err := dynamo.CreateTable(ctx, client, table); err != nil {

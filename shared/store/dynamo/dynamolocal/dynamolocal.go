@@ -62,6 +62,7 @@ const startTimeout = 60 * time.Second
 
 // Server is a running DynamoDB Local.
 type Server struct {
+	tmp      string // the JVM's java.io.tmpdir
 	endpoint string
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when the process has exited
@@ -106,7 +107,14 @@ func start(java, jar string) (*Server, error) {
 		return nil, fmt.Errorf("dynamolocal: pick a port: %w", err)
 	}
 	dir := filepath.Dir(jar)
+	// sqlite4java unpacks its native library into java.io.tmpdir on every
+	// start; a private directory, removed by Stop, keeps /tmp clean.
+	tmp, err := os.MkdirTemp("", "dynamolocal-")
+	if err != nil {
+		return nil, fmt.Errorf("dynamolocal: temp dir: %w", err)
+	}
 	cmd := exec.Command(java,
+		"-Djava.io.tmpdir="+tmp,
 		"-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"),
 		"-jar", jar,
 		"-inMemory", "-sharedDb", "-disableTelemetry",
@@ -116,9 +124,11 @@ func start(java, jar string) (*Server, error) {
 	cmd.Stdout, cmd.Stderr = out, out
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("dynamolocal: start %s: %w\n%s", java, err, Fix)
 	}
 	s := &Server{
+		tmp:      tmp,
 		endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
 		cmd:      cmd,
 		exited:   make(chan struct{}),
@@ -138,7 +148,7 @@ func start(java, jar string) (*Server, error) {
 // waitReady polls ListTables until it answers, the process dies or the
 // start timeout passes.
 func (s *Server) waitReady() error {
-	client := s.Client(context.Background())
+	client := s.Client()
 	deadline := time.Now().Add(startTimeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -164,10 +174,8 @@ func (s *Server) Endpoint() string { return s.endpoint }
 
 // Client returns a new client for the server (dummy credentials, region
 // us-east-1; see dynamo.LocalClient). optFns are applied last, e.g. a
-// capacity meter's Option. ctx is unused today; it is accepted so that the
-// signature can load configuration later without changing callers.
-func (s *Server) Client(ctx context.Context, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	_ = ctx
+// capacity meter's Option.
+func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamo.LocalClient(s.endpoint, optFns...)
 }
 
@@ -176,6 +184,7 @@ func (s *Server) Client(ctx context.Context, optFns ...func(*dynamodb.Options)) 
 // gracefully.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
+		defer os.RemoveAll(s.tmp)
 		select {
 		case <-s.exited:
 			return
@@ -209,7 +218,7 @@ func NewTable(t testing.TB, s *Server, optFns ...func(*dynamodb.Options)) (*dyna
 	if s == nil {
 		t.Fatal("dynamolocal: no server; start one in TestMain with dynamolocal.Main")
 	}
-	client := s.Client(context.Background(), optFns...)
+	client := s.Client(optFns...)
 	table := tableName(t.Name(), s.tables.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -40,7 +40,7 @@ func TestNewTable(t *testing.T) {
 			t.Errorf("table name %q does not name its test", names[0])
 		}
 	})
-	out, err := local.Client(ctx).ListTables(ctx, &dynamodb.ListTablesInput{})
+	out, err := local.Client().ListTables(ctx, &dynamodb.ListTablesInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestStartStop(t *testing.T) {
 	if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") || s.Endpoint() == local.Endpoint() {
 		t.Fatalf("endpoint %s (shared server at %s)", s.Endpoint(), local.Endpoint())
 	}
-	client := s.Client(context.Background())
+	client := s.Client()
 	if _, err := client.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
 		t.Fatal(err)
 	}
