@@ -25,7 +25,7 @@ local:
 	$(GO) run ./local -addr $(ADDR) $(ARGS)
 
 ## test: every test, race detector on, DynamoDB Local and the CDK included.
-test: npm tools lint test-go test-infra
+test: npm tools lint build test-go test-infra
 
 test-go: npm tools
 	$(GO) test -race -count=1 ./...

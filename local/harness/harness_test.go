@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -288,5 +289,36 @@ func TestGatewaySurvivesFailingEntry(t *testing.T) {
 	gw.ServeHTTP(w, httptest.NewRequest("POST", "/agents/a2awire-punctual/invoke", strings.NewReader("{}")))
 	if w.Code != 500 || w.Body.String() != `{"message":"Internal Server Error"}` {
 		t.Errorf("panicking function: %d %s", w.Code, w.Body)
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	var buf bytes.Buffer
+	gw, err := harness.New(harness.Options{Log: logging.New(&buf, logging.JSON, slog.LevelInfo)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/agents/a2awire-punctual/invoke", strings.NewReader(`{"task":"ping"}`))
+	r.Header.Set("Content-Type", "application/json")
+	gw.ServeHTTP(httptest.NewRecorder(), r)
+	gw.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/nowhere", nil))
+
+	dec := json.NewDecoder(&buf)
+	for _, want := range []map[string]any{
+		{"msg": "request", "method": "POST", "path": "/agents/a2awire-punctual/invoke", "status": 200.0, "function": "fixture-punctual"},
+		{"msg": "request", "method": "GET", "path": "/nowhere", "status": 404.0, "function": "-"},
+	} {
+		var rec map[string]any
+		if err := dec.Decode(&rec); err != nil {
+			t.Fatalf("access log: %v", err)
+		}
+		for k, v := range want {
+			if rec[k] != v {
+				t.Errorf("access log %s = %v, want %v (%v)", k, rec[k], v, rec)
+			}
+		}
+		if _, ok := rec["duration_ms"].(float64); !ok {
+			t.Errorf("access log without duration_ms: %v", rec)
+		}
 	}
 }
