@@ -159,7 +159,18 @@ func jsonKind(goKind string) string {
 	return "object"
 }
 
-type metaKey struct{}
+type (
+	metaKey   struct{}
+	taskIDKey struct{}
+)
+
+// TaskID returns the X-A2AWire-Task-Id of the invocation a capability is
+// running for, or "" when the buyer sent none. Stateful capabilities key
+// their own writes by it so that they, too, happen once per task id.
+func TaskID(ctx context.Context) string {
+	id, _ := ctx.Value(taskIDKey{}).(string)
+	return id
+}
 
 // SetMetadata adds a metadata field to the response of the running
 // capability (e.g. "engine", "tokens_used", "model"). It is a no-op outside a
@@ -187,7 +198,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	taskID := r.Header.Get(TaskIDHeader)
 	if p.idem == nil || taskID == "" {
-		status, body, hdr := p.run(r.Context(), fn, req, start)
+		status, body, hdr := p.run(r.Context(), fn, req, taskID, start)
 		p.write(w, status, body, hdr)
 		return
 	}
@@ -206,7 +217,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.write(w, replay.Status, replay.Body, nil)
 		return
 	}
-	status, body, hdr := p.run(r.Context(), fn, req, start)
+	status, body, hdr := p.run(r.Context(), fn, req, taskID, start)
 	// The outcome is recorded even if the buyer has gone away, so use a
 	// context that outlives the request's cancellation.
 	ctx := context.WithoutCancel(r.Context())
@@ -238,9 +249,13 @@ func requestHash(req Request) string {
 
 // run executes the capability and renders the response bytes, so that the
 // same bytes can be stored for replay.
-func (p *Provider) run(ctx context.Context, fn HandlerFunc, req Request, start time.Time) (int, []byte, http.Header) {
+func (p *Provider) run(ctx context.Context, fn HandlerFunc, req Request, taskID string, start time.Time) (int, []byte, http.Header) {
 	meta := map[string]any{}
-	out, err := p.call(context.WithValue(ctx, metaKey{}, meta), fn, req.Input)
+	ctx = context.WithValue(ctx, metaKey{}, meta)
+	if taskID != "" {
+		ctx = context.WithValue(ctx, taskIDKey{}, taskID)
+	}
+	out, err := p.call(ctx, fn, req.Input)
 	if err == nil {
 		body, merr := p.render(out, meta, req.Task, start)
 		if merr == nil {

@@ -326,3 +326,24 @@ func TestIdempotencyHook(t *testing.T) {
 		t.Errorf("stateless provider with long task id: %d", w.Code)
 	}
 }
+
+func TestTaskIDReachesTheCapability(t *testing.T) {
+	p := protocol.NewProvider("ids", protocol.WithLogger(logging.Discard()))
+	p.HandleFunc("id", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		return map[string]string{"task_id": protocol.TaskID(ctx)}, nil
+	})
+	for _, id := range []string{"", "abc"} {
+		hdr := map[string]string{}
+		if id != "" {
+			hdr[protocol.TaskIDHeader] = id
+		}
+		w := do(t, p, call{body: `{"task":"id"}`, header: hdr})
+		var got protocol.Response
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"task_id":"` + id + `"}`; string(got.Output) != want {
+			t.Errorf("output %s, want %s", got.Output, want)
+		}
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -75,14 +74,8 @@ func WithIdempotencyOptions(opts ...idempotency.Option) Option {
 	return func(c *config) { c.idem = append(c.idem, opts...) }
 }
 
-// Handler is the fixture's HTTP handler: the provider, plus the task id made
-// available to the capabilities, which derive entry ids from it.
-type Handler struct {
-	*protocol.Provider
-}
-
 // New returns the fixture's HTTP handler over st.
-func New(log *slog.Logger, st Store, opts ...Option) *Handler {
+func New(log *slog.Logger, st Store, opts ...Option) *protocol.Provider {
 	if st == nil {
 		panic("ledger: nil store")
 	}
@@ -95,19 +88,7 @@ func New(log *slog.Logger, st Store, opts ...Option) *Handler {
 		protocol.WithIdempotency(idempotency.New(st, c.idem...)))
 	protocol.Handle(p, "record-entry", l.recordEntry)
 	protocol.Handle(p, "balance", l.balance)
-	return &Handler{Provider: p}
-}
-
-type taskIDKey struct{}
-
-// ServeHTTP hands the request's task id to the capabilities through the
-// context. The kit itself validates the id (length) and claims it before any
-// capability runs.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if id := r.Header.Get(protocol.TaskIDHeader); id != "" {
-		r = r.WithContext(context.WithValue(r.Context(), taskIDKey{}, id))
-	}
-	h.Provider.ServeHTTP(w, r)
+	return p
 }
 
 type ledger struct {
@@ -141,7 +122,7 @@ func (l *ledger) recordEntry(ctx context.Context, in RecordInput) (RecordOutput,
 	if utf8.RuneCountInString(in.Memo) > MaxMemoChars {
 		return RecordOutput{}, protocol.Errorf(protocol.InvalidInput, "input.memo is longer than %d characters", MaxMemoChars)
 	}
-	taskID, _ := ctx.Value(taskIDKey{}).(string)
+	taskID := protocol.TaskID(ctx)
 	e, err := l.store.AppendLedger(ctx, store.LedgerEntry{
 		Account:     in.Account,
 		EntryID:     entryID(taskID),
