@@ -52,3 +52,30 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerify feeds arbitrary provider responses to the buyer-side decoders
+// (Verify and Metadata's UnmarshalJSON): a hostile provider must get a
+// verdict, never a panic, and a response Verify accepts must decode.
+func FuzzVerify(f *testing.F) {
+	for _, s := range []string{
+		`{"output":{"x":1},"metadata":{"agent":"a","capability":"c","duration_ms":3}}`,
+		`{"output":{"error":"x"},"metadata":{"agent":"a","capability":"c","duration_ms":3}}`,
+		`{"error":"invalid_input","message":"m","details":[{"loc":["body"],"msg":"x"}]}`,
+		`{"metadata":{"duration_ms":1e309,"tokens_used":-1}}`, `[]`, `null`, `{`, ``,
+	} {
+		f.Add(200, []byte(s))
+		f.Add(400, []byte(s))
+	}
+	hdr := http.Header{"Content-Type": {"application/json"}}
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		err := protocol.Verify(status, hdr, body, protocol.Expect{Agent: "a", Capability: "c"})
+		var resp protocol.Response
+		uerr := json.Unmarshal(body, &resp)
+		if err == nil && status == 200 && uerr != nil {
+			t.Fatalf("Verify accepted %q but it does not decode: %v", body, uerr)
+		}
+		if err == nil && status == 200 && (resp.Metadata.Agent != "a" || resp.Metadata.Capability != "c" || resp.Metadata.DurationMS < 0) {
+			t.Fatalf("Verify accepted %q with metadata %+v", body, resp.Metadata)
+		}
+	})
+}

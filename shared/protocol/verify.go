@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -104,17 +105,15 @@ func looksLikeError(output map[string]json.RawMessage) bool {
 	return true
 }
 
+// isNonNegativeInteger accepts a plain JSON integer that fits an int64, as
+// buyers decode duration_ms and tokens_used into one.
 func isNonNegativeInteger(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))
 	if s == "" || strings.ContainsAny(s, ".eE-+") {
 		return false
 	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	n, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && n >= 0
 }
 
 func verifyError(status int, header http.Header, top map[string]json.RawMessage, fail func(string, ...any)) {
