@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,10 +18,9 @@ import (
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store"
-	"github.com/a2awire/a2awire/shared/store/bolt"
-	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/store/storetest/stores"
 )
 
 // local is the DynamoDB Local server of this package's tests.
@@ -30,26 +28,6 @@ var local *dynamolocal.Server
 
 func TestMain(m *testing.M) {
 	os.Exit(dynamolocal.Main(m, func(s *dynamolocal.Server) { local = s }))
-}
-
-// stores are the adapters every behaviour runs on, each fresh per test.
-var stores = []struct {
-	name string
-	open func(t *testing.T) idempotency.Store
-}{
-	{"memory", func(t *testing.T) idempotency.Store { return memory.New() }},
-	{"bolt", func(t *testing.T) idempotency.Store {
-		s, err := bolt.Open(filepath.Join(t.TempDir(), "a2awire.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}},
-	{"dynamo", func(t *testing.T) idempotency.Store {
-		client, table := dynamolocal.NewTable(t, local)
-		return dynamo.New(client, table)
-	}},
 }
 
 // clock is a settable time source starting at the real present, so that
@@ -195,13 +173,13 @@ func TestBehaviour(t *testing.T) {
 		{"no task id runs every time", testNoTaskID},
 		{"ids are scoped per agent and per id", testScopes},
 	}
-	for _, s := range stores {
-		t.Run(s.name, func(t *testing.T) {
+	for _, s := range stores.All(local) {
+		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
-					c.fn(t, s.open(t))
+					c.fn(t, s.Open(t))
 				})
 			}
 		})
@@ -400,10 +378,10 @@ func testScopes(t *testing.T, st idempotency.Store) {
 // TestConcurrentClaims sends 50 identical requests at once: exactly one runs,
 // every other one gets its response replayed or 409 request_in_progress.
 func TestConcurrentClaims(t *testing.T) {
-	for _, s := range stores {
-		t.Run(s.name, func(t *testing.T) {
+	for _, s := range stores.All(local) {
+		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
-			r := newRig(t, s.open(t))
+			r := newRig(t, s.Open(t))
 			const n = 50
 			var (
 				wg    sync.WaitGroup
@@ -441,7 +419,7 @@ func TestConcurrentClaims(t *testing.T) {
 			if ok != 1 || r.runs.Load() != 1 {
 				t.Fatalf("%d fresh 200s and %d runs, want exactly 1", ok, r.runs.Load())
 			}
-			t.Logf("%s: 1 run, %d replayed, %d request_in_progress", s.name, replayed, busy)
+			t.Logf("%s: 1 run, %d replayed, %d request_in_progress", s.Name, replayed, busy)
 		})
 	}
 }

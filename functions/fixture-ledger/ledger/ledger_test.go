@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,10 +18,9 @@ import (
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store"
-	"github.com/a2awire/a2awire/shared/store/bolt"
-	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/store/storetest/stores"
 )
 
 // local is the DynamoDB Local server of this package's tests.
@@ -37,25 +35,6 @@ func TestMain(m *testing.M) {
 type Store interface {
 	ledger.Store
 	ListLedger(ctx context.Context, account string) ([]store.LedgerEntry, error)
-}
-
-var stores = []struct {
-	name string
-	open func(t *testing.T) Store
-}{
-	{"memory", func(t *testing.T) Store { return memory.New() }},
-	{"bolt", func(t *testing.T) Store {
-		s, err := bolt.Open(filepath.Join(t.TempDir(), "a2awire.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}},
-	{"dynamo", func(t *testing.T) Store {
-		client, table := dynamolocal.NewTable(t, local)
-		return dynamo.New(client, table)
-	}},
 }
 
 type resp struct {
@@ -150,13 +129,13 @@ func TestRecordEntryValidation(t *testing.T) {
 
 // TestLedger runs the ledger's behaviour on every store.
 func TestLedger(t *testing.T) {
-	for _, s := range stores {
-		t.Run(s.name, func(t *testing.T) {
+	for _, s := range stores.All(local) {
+		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
-			t.Run("appends and balances", func(t *testing.T) { t.Parallel(); testAppend(t, s.open(t)) })
-			t.Run("repeated task id appends once", func(t *testing.T) { t.Parallel(); testRepeat(t, s.open(t)) })
-			t.Run("lost idempotency record still appends once", func(t *testing.T) { t.Parallel(); testLostRecord(t, s.open(t)) })
-			t.Run("concurrent distinct tasks", func(t *testing.T) { t.Parallel(); testDistinct(t, s.open(t)) })
+			t.Run("appends and balances", func(t *testing.T) { t.Parallel(); testAppend(t, s.Open(t)) })
+			t.Run("repeated task id appends once", func(t *testing.T) { t.Parallel(); testRepeat(t, s.Open(t)) })
+			t.Run("lost idempotency record still appends once", func(t *testing.T) { t.Parallel(); testLostRecord(t, s.Open(t)) })
+			t.Run("concurrent distinct tasks", func(t *testing.T) { t.Parallel(); testDistinct(t, s.Open(t)) })
 		})
 	}
 }
@@ -287,10 +266,10 @@ func testDistinct(t *testing.T, st Store) {
 // append exactly one entry on every store, and every response is the same
 // 200 body or 409 request_in_progress.
 func TestConcurrentRetries(t *testing.T) {
-	for _, s := range stores {
-		t.Run(s.name, func(t *testing.T) {
+	for _, s := range stores.All(local) {
+		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
-			st := s.open(t)
+			st := s.Open(t)
 			srv := httptest.NewServer(ledger.New(logging.Discard(), st))
 			defer srv.Close()
 			const n = 50
@@ -355,7 +334,7 @@ func TestConcurrentRetries(t *testing.T) {
 				t.Fatalf("settled retry: %d replayed=%v %s", after.status, after.replayed, after.body)
 			}
 			t.Logf("%s: %d requests → 1 entry (sequence %d, balance %d); 1 ran, %d replayed, %d request_in_progress",
-				s.name, n, entries[0].Sequence, entries[0].BalanceCents, replayed, busy)
+				s.Name, n, entries[0].Sequence, entries[0].BalanceCents, replayed, busy)
 		})
 	}
 }
