@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -319,6 +320,32 @@ func TestAccessLog(t *testing.T) {
 		}
 		if _, ok := rec["duration_ms"].(float64); !ok {
 			t.Errorf("access log without duration_ms: %v", rec)
+		}
+	}
+}
+
+// TestEachFunctionLinksOnlyItsOwnCode keeps DESIGN §2's rule: a function's
+// binary (and cold start) carries nothing of the other functions, and only
+// functions that touch the table link the DynamoDB client.
+func TestEachFunctionLinksOnlyItsOwnCode(t *testing.T) {
+	const module = "github.com/a2awire/a2awire/"
+	for _, fn := range routes.Functions() {
+		out, err := exec.Command("go", "list", "-deps", module+"functions/"+fn).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", fn, err, out)
+		}
+		deps := strings.Fields(string(out))
+		for _, d := range deps {
+			if strings.HasPrefix(d, module+"functions/") && !strings.HasPrefix(d, module+"functions/"+fn) {
+				t.Errorf("%s links %s", fn, d)
+			}
+			if strings.HasPrefix(d, module+"local") || strings.HasPrefix(d, module+"cmd/") {
+				t.Errorf("%s links %s", fn, d)
+			}
+		}
+		usesDynamo := slices.Contains(deps, "github.com/aws/aws-sdk-go-v2/service/dynamodb")
+		if wantsTable := routes.TableAccess(fn) != routes.NoTable; usesDynamo != wantsTable {
+			t.Errorf("%s: links the DynamoDB client = %v, but its table access is %v", fn, usesDynamo, routes.TableAccess(fn))
 		}
 	}
 }
