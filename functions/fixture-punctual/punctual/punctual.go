@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -81,5 +80,3 @@ func latencyBenchmark(ctx context.Context, in BenchmarkInput) (BenchmarkOutput, 
 	payload := strings.Repeat(alphabet, in.PayloadBytes/len(alphabet)+1)[:in.PayloadBytes]
 	return BenchmarkOutput{DelayMS: in.DelayMS, ActualMS: time.Since(start).Milliseconds(), Payload: payload}, nil
 }
-
-var _ http.Handler = (*protocol.Provider)(nil)
