@@ -59,13 +59,16 @@ func NewGateway(entries map[string]Entry, log *slog.Logger) (*Gateway, error) {
 // unknown route, the function's response otherwise.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := g.now()
-	status, fn := g.serve(w, r, start)
+	// The request id is chosen here so the access line and the function's
+	// own log lines (which read it from the event) can be joined on it.
+	id := newRequestID()
+	status, fn := g.serve(w, r, id, start)
 	g.log.InfoContext(r.Context(), "request",
 		"method", r.Method, "path", r.URL.Path, "status", status,
-		"duration_ms", g.now().Sub(start).Milliseconds(), "function", fn)
+		"duration_ms", g.now().Sub(start).Milliseconds(), "function", fn, "request_id", id)
 }
 
-func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, start time.Time) (int, string) {
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string, start time.Time) (int, string) {
 	route, params, ok := routes.Match(r.Method, r.URL.Path)
 	if !ok {
 		return gatewayError(w, http.StatusNotFound, "Not Found"), "-"
@@ -78,6 +81,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, start time.Time)
 		return gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), route.Function
 	}
 	event := BuildEvent(r, route, params, body, start)
+	event.RequestContext.RequestID = requestID
 
 	timeout := time.Duration(routes.Config(route.Function).TimeoutSeconds) * time.Second
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)

@@ -321,6 +321,9 @@ func TestAccessLog(t *testing.T) {
 		if _, ok := rec["duration_ms"].(float64); !ok {
 			t.Errorf("access log without duration_ms: %v", rec)
 		}
+		if id, _ := rec["request_id"].(string); len(id) != 32 {
+			t.Errorf("access log without request_id: %v", rec)
+		}
 	}
 }
 
