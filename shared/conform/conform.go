@@ -400,6 +400,16 @@ func wantError(x exchange, want func(int) bool, what string) (Status, string) {
 	return Pass, seen(x)
 }
 
+// wantCode is wantError for an exact error code, whose status the protocol
+// fixes.
+func wantCode(x exchange, code protocol.Code) (Status, string) {
+	st, d := wantError(x, is(code.Status()), fmt.Sprintf("%d %s", code.Status(), code))
+	if st == Pass && errorCode(x) != code {
+		return Fail, fmt.Sprintf("want error %s, got %s", code, seen(x))
+	}
+	return st, d
+}
+
 func is(status int) func(int) bool { return func(s int) bool { return s == status } }
 
 func (s *session) acceptsPostJSON(ctx context.Context) (Status, string) {
@@ -477,11 +487,7 @@ func (s *session) badInput(ctx context.Context) (Status, string) {
 		p.expect.Capability = s.t.BadTask
 	}
 	x := s.send(ctx, p)
-	st, d := wantError(x, is(http.StatusBadRequest), "400 invalid_input")
-	if st == Pass && errorCode(x) != protocol.InvalidInput {
-		return Fail, "want error invalid_input, got " + seen(x)
-	}
-	return st, d
+	return wantCode(x, protocol.InvalidInput)
 }
 
 func (s *session) malformedBody(ctx context.Context) (Status, string) {
@@ -602,11 +608,7 @@ func (s *session) reusedKey(ctx context.Context) (Status, string) {
 	p := s.invocation("reused task id, other input", mustJSON(in))
 	p.taskID = s.replayID
 	x := s.send(ctx, p)
-	st, d := wantError(x, is(http.StatusConflict), "409 idempotency_key_reused")
-	if st == Pass && errorCode(x) != protocol.IdempotencyKeyReused {
-		return Fail, "want error idempotency_key_reused, got " + seen(x)
-	}
-	return st, d
+	return wantCode(x, protocol.IdempotencyKeyReused)
 }
 
 func (s *session) actsOnce(ctx context.Context) (Status, string) {
