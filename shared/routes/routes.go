@@ -98,12 +98,27 @@ const (
 	ScheduleTrigger TriggerKind = "schedule"
 )
 
-// Trigger is one non-HTTP event source of a function.
+// Trigger is one non-HTTP event source of a function. The CDK app deploys it
+// and the local harness drives it with the same settings.
 type Trigger struct {
 	Kind TriggerKind
-	// Schedule is an EventBridge expression such as "rate(1 minute)".
+	// Schedule is an EventBridge expression such as "rate(1 minute)"
+	// (ScheduleTrigger).
 	Schedule string
+	// BatchSize is the most stream records per invocation (StreamTrigger;
+	// 0 means DefaultStreamBatchSize).
+	BatchSize int
+	// BatchWindowSeconds is how long records are gathered before an
+	// invocation (StreamTrigger; 0: hand them over as soon as polled).
+	BatchWindowSeconds int
+	// ReportBatchItemFailures lets the function answer
+	// {"batchItemFailures": [...]}: the batch is checkpointed before the
+	// first failed record and retried from there.
+	ReportBatchItemFailures bool
 }
+
+// DefaultStreamBatchSize is a stream trigger's batch size when unset.
+const DefaultStreamBatchSize = 100
 
 // table is the route table. Add a route here and both the harness and the
 // CDK app serve it.
