@@ -10,8 +10,10 @@ import (
 
 // Attribute value constructors, so domains write store.S("x") rather than
 // the SDK's member structs.
-func S(v string) types.AttributeValue  { return &types.AttributeValueMemberS{Value: v} }
-func N(v int64) types.AttributeValue   { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func N(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
 func B(v []byte) types.AttributeValue  { return &types.AttributeValueMemberB{Value: v} }
 func Bool(v bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: v} }
 func Null() types.AttributeValue       { return &types.AttributeValueMemberNULL{Value: true} }
