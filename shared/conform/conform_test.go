@@ -140,32 +140,32 @@ type record struct {
 
 func newIdem() *memIdem { return &memIdem{recs: map[string]*record{}} }
 
-func (m *memIdem) Begin(_ context.Context, key protocol.TaskKey) (*protocol.Recorded, error) {
+func (m *memIdem) Begin(_ context.Context, key protocol.TaskKey) (protocol.Claim, *protocol.Recorded, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.recs[key.TaskID]
 	if !ok {
 		m.recs[key.TaskID] = &record{hash: key.RequestHash}
-		return nil, nil
+		return protocol.Claim{TaskKey: key}, nil, nil
 	}
 	if !m.ignoreHash && r.hash != key.RequestHash {
-		return nil, protocol.Errorf(protocol.IdempotencyKeyReused, "task id reused with another request")
+		return protocol.Claim{}, nil, protocol.Errorf(protocol.IdempotencyKeyReused, "task id reused with another request")
 	}
 	if !r.done {
-		return nil, protocol.Errorf(protocol.RequestInProgress, "task id still in progress")
+		return protocol.Claim{}, nil, protocol.Errorf(protocol.RequestInProgress, "task id still in progress")
 	}
 	rec := r.rec
-	return &rec, nil
+	return protocol.Claim{}, &rec, nil
 }
 
-func (m *memIdem) Commit(_ context.Context, key protocol.TaskKey, rec protocol.Recorded) error {
+func (m *memIdem) Commit(_ context.Context, key protocol.Claim, rec protocol.Recorded) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs[key.TaskID].done, m.recs[key.TaskID].rec = true, rec
 	return nil
 }
 
-func (m *memIdem) Abort(_ context.Context, key protocol.TaskKey) error {
+func (m *memIdem) Abort(_ context.Context, key protocol.Claim) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.recs, key.TaskID)

@@ -38,19 +38,28 @@ type Recorded struct {
 	Body   []byte
 }
 
+// Claim is a held task id: the key and the random claim token Begin wrote
+// with it. Commit and Abort present the token, so a holder whose claim was
+// taken over (its deadline passed and a retry claimed the id anew) can
+// neither complete nor delete its heir's record (DESIGN §3).
+type Claim struct {
+	TaskKey
+	Token string
+}
+
 // Idempotency makes a stateful provider act at most once per task id.
 //
 // The kit calls Begin before running a capability for a request that carries
 // a task id. Begin returns a stored response to replay (the capability does not
 // run), an *Error to refuse (409 request_in_progress, 409
-// idempotency_key_reused), or (nil, nil) when the caller now holds the claim
-// and must run. After running, the kit calls Commit with the response when it
-// is final (status below 500, except 429) and Abort otherwise, so that a
-// retry runs again.
+// idempotency_key_reused), or (claim, nil, nil) when the caller now holds the
+// claim and must run. After running, the kit calls Commit with the claim and
+// the response when it is final (status below 500, except 429) and Abort
+// otherwise, so that a retry runs again.
 type Idempotency interface {
-	Begin(ctx context.Context, key TaskKey) (*Recorded, error)
-	Commit(ctx context.Context, key TaskKey, rec Recorded) error
-	Abort(ctx context.Context, key TaskKey) error
+	Begin(ctx context.Context, key TaskKey) (Claim, *Recorded, error)
+	Commit(ctx context.Context, c Claim, rec Recorded) error
+	Abort(ctx context.Context, c Claim) error
 }
 
 // Provider is a conformant A2AWire endpoint: it decodes invocations, routes
@@ -207,7 +216,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := TaskKey{Agent: p.name, TaskID: taskID, RequestHash: requestHash(req)}
-	replay, err := p.idem.Begin(r.Context(), key)
+	claim, replay, err := p.idem.Begin(r.Context(), key)
 	if err != nil {
 		p.writeError(w, r, err)
 		return
@@ -222,12 +231,12 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// context that outlives the request's cancellation.
 	ctx := context.WithoutCancel(r.Context())
 	if status < 500 && status != http.StatusTooManyRequests {
-		if err := p.idem.Commit(ctx, key, Recorded{Status: status, Body: body}); err != nil {
+		if err := p.idem.Commit(ctx, claim, Recorded{Status: status, Body: body}); err != nil {
 			// The work is done but unrecorded: a retry may run again, which is
 			// why stateful stores also guard their own writes.
 			p.log.ErrorContext(ctx, "idempotency commit failed", "agent", p.name, "task_id", taskID, "err", err)
 		}
-	} else if err := p.idem.Abort(ctx, key); err != nil {
+	} else if err := p.idem.Abort(ctx, claim); err != nil {
 		p.log.ErrorContext(ctx, "idempotency abort failed", "agent", p.name, "task_id", taskID, "err", err)
 	}
 	p.write(w, status, body, hdr)

@@ -249,23 +249,23 @@ func newFakeIdem() *fakeIdem {
 	return &fakeIdem{records: map[string]protocol.Recorded{}, hashes: map[string]string{}, running: map[string]bool{}}
 }
 
-func (f *fakeIdem) Begin(_ context.Context, k protocol.TaskKey) (*protocol.Recorded, error) {
+func (f *fakeIdem) Begin(_ context.Context, k protocol.TaskKey) (protocol.Claim, *protocol.Recorded, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if h, ok := f.hashes[k.TaskID]; ok && h != k.RequestHash {
-		return nil, protocol.Errorf(protocol.IdempotencyKeyReused, "reused")
+		return protocol.Claim{}, nil, protocol.Errorf(protocol.IdempotencyKeyReused, "reused")
 	}
 	if f.running[k.TaskID] {
-		return nil, protocol.Errorf(protocol.RequestInProgress, "in progress")
+		return protocol.Claim{}, nil, protocol.Errorf(protocol.RequestInProgress, "in progress")
 	}
 	if r, ok := f.records[k.TaskID]; ok {
-		return &r, nil
+		return protocol.Claim{}, &r, nil
 	}
 	f.running[k.TaskID], f.hashes[k.TaskID] = true, k.RequestHash
-	return nil, nil
+	return protocol.Claim{TaskKey: k}, nil, nil
 }
 
-func (f *fakeIdem) Commit(_ context.Context, k protocol.TaskKey, r protocol.Recorded) error {
+func (f *fakeIdem) Commit(_ context.Context, k protocol.Claim, r protocol.Recorded) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.running, k.TaskID)
@@ -273,7 +273,7 @@ func (f *fakeIdem) Commit(_ context.Context, k protocol.TaskKey, r protocol.Reco
 	return nil
 }
 
-func (f *fakeIdem) Abort(_ context.Context, k protocol.TaskKey) error {
+func (f *fakeIdem) Abort(_ context.Context, k protocol.Claim) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.running, k.TaskID)
