@@ -40,19 +40,6 @@ const (
 	MaxMemoChars = 1024
 )
 
-// Store is what the ledger needs of storage: idempotency records for the
-// kit and the ledger itself. The memory, bolt and dynamo adapters satisfy it.
-type Store interface {
-	idempotency.Store
-	// AppendLedger appends e (the store assigns Sequence and BalanceCents);
-	// an EntryID already in the account returns the stored entry and
-	// ErrExists.
-	AppendLedger(ctx context.Context, e store.LedgerEntry) (store.LedgerEntry, error)
-	// LedgerBalance returns the balance, or ErrNotFound for an account
-	// without entries.
-	LedgerBalance(ctx context.Context, account string) (store.Balance, error)
-}
-
 // Option configures the fixture.
 type Option func(*config)
 
@@ -74,8 +61,9 @@ func WithIdempotencyOptions(opts ...idempotency.Option) Option {
 	return func(c *config) { c.idem = append(c.idem, opts...) }
 }
 
-// New returns the fixture's HTTP handler over st.
-func New(log *slog.Logger, st Store, opts ...Option) *protocol.Provider {
+// New returns the fixture's HTTP handler over st: its ledger (Book) and the
+// kit's idempotency records (shared/idempotency) live in the same store.
+func New(log *slog.Logger, st store.Store, opts ...Option) *protocol.Provider {
 	if st == nil {
 		panic("ledger: nil store")
 	}
@@ -83,7 +71,7 @@ func New(log *slog.Logger, st Store, opts ...Option) *protocol.Provider {
 	for _, o := range opts {
 		o(&c)
 	}
-	l := &ledger{store: st, now: c.now}
+	l := &ledger{book: NewBook(st), now: c.now}
 	p := protocol.NewProvider(Name, protocol.WithLogger(log),
 		protocol.WithIdempotency(idempotency.New(st, c.idem...)))
 	protocol.Handle(p, "record-entry", l.recordEntry)
@@ -92,8 +80,8 @@ func New(log *slog.Logger, st Store, opts ...Option) *protocol.Provider {
 }
 
 type ledger struct {
-	store Store
-	now   func() time.Time
+	book *Book
+	now  func() time.Time
 }
 
 // RecordInput is record-entry's input.
@@ -123,25 +111,25 @@ func (l *ledger) recordEntry(ctx context.Context, in RecordInput) (RecordOutput,
 		return RecordOutput{}, protocol.Errorf(protocol.InvalidInput, "input.memo is longer than %d characters", MaxMemoChars)
 	}
 	taskID := protocol.TaskID(ctx)
-	e, err := l.store.AppendLedger(ctx, store.LedgerEntry{
+	e, err := l.book.Append(ctx, Entry{
 		Account:     in.Account,
 		EntryID:     entryID(taskID),
 		AmountCents: in.AmountCents,
 		Memo:        in.Memo,
 		CreatedAt:   l.now(),
 	})
-	if errors.Is(err, store.ErrExists) {
+	if errors.Is(err, ErrEntryExists) {
 		// This task id already appended. Its idempotency record is gone
 		// (or the same entry would have been replayed), so answer from the
 		// entry itself, unless the id is now reused for another entry.
 		if e.AmountCents != in.AmountCents || e.Memo != in.Memo {
 			return RecordOutput{}, protocol.Errorf(protocol.IdempotencyKeyReused,
-				"task id %q already recorded a different entry in %q; use a new task id", taskID, in.Account)
+				"%s already recorded a different entry in this account; use a new task id", protocol.TaskIDHeader)
 		}
 		err = nil
 	}
 	if err != nil {
-		return RecordOutput{}, err // 500; the kit logs it and releases the task id
+		return RecordOutput{}, storeError(err, taskID != "")
 	}
 	return RecordOutput{EntryID: e.EntryID, Account: e.Account, Sequence: e.Sequence, BalanceCents: e.BalanceCents}, nil
 }
@@ -163,15 +151,41 @@ func (l *ledger) balance(ctx context.Context, in BalanceInput) (BalanceOutput, e
 	if err := checkAccount(in.Account); err != nil {
 		return BalanceOutput{}, err
 	}
-	b, err := l.store.LedgerBalance(ctx, in.Account)
+	b, err := l.book.Balance(ctx, in.Account)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return BalanceOutput{Account: in.Account}, nil
 	case err != nil:
-		return BalanceOutput{}, err
+		return BalanceOutput{}, storeError(err, false)
 	}
 	return BalanceOutput{Account: in.Account, BalanceCents: b.BalanceCents, Entries: b.Entries}, nil
 }
+
+// storeError turns a failure of the book into what the client sees
+// (DESIGN §3, issue 9): an overloaded or contended store is 503 unavailable
+// with Retry-After, and nothing was written; an unknown outcome is 503 too,
+// and its message points to the task-id replay path, which settles it
+// without appending twice; anything else is a 500 whose text stays in the
+// logs.
+func storeError(err error, withTaskID bool) error {
+	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		msg := "the entry may or may not have been recorded; retry with the same " + protocol.TaskIDHeader +
+			" to get its outcome without recording it twice"
+		if !withTaskID {
+			msg = "the entry may or may not have been recorded; check the balance before retrying, and send an " +
+				protocol.TaskIDHeader + " to make retries safe"
+		}
+		return &protocol.Error{Code: protocol.Unavailable, Message: msg, RetryAfter: retryAfter, Err: err}
+	case errors.Is(err, store.ErrUnavailable):
+		return &protocol.Error{Code: protocol.Unavailable, RetryAfter: retryAfter, Err: err,
+			Message: "the ledger is busy and recorded nothing; retry later"}
+	}
+	return err // 500; the kit logs it and releases the task id
+}
+
+// retryAfter is what a busy ledger tells its callers to wait.
+const retryAfter = time.Second
 
 func checkAccount(account string) error {
 	if strings.TrimSpace(account) == "" {
