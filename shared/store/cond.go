@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"reflect"
+	"regexp"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -80,9 +81,11 @@ func And(cs ...Cond) Cond { return AndCond(cs) }
 func Or(cs ...Cond) Cond { return OrCond(cs) }
 
 // Eval evaluates c against item (nil for a missing item) with DynamoDB's
-// semantics: a comparison with a missing attribute is false (<> included), =
-// and <> compare any two values, and <, <=, >, >= hold only between two
-// numbers, two strings (UTF-8 byte order) or two binaries of the same type.
+// semantics (checked against DynamoDB Local by storetest): a comparison with a
+// missing attribute is false, except <>, which is true (a missing attribute
+// differs from every value); = and <> compare any two values, and <, <=, >, >=
+// hold only between two numbers, two strings (UTF-8 byte order) or two
+// binaries, and are false between values of different types.
 func Eval(c Cond, item Item) (bool, error) {
 	switch c := c.(type) {
 	case nil:
@@ -93,7 +96,7 @@ func Eval(c Cond, item Item) (bool, error) {
 	case Compare:
 		have, ok := item[c.Attr]
 		if !ok {
-			return false, nil
+			return c.Op == OpNe, nil
 		}
 		return compare(have, c.Op, c.Value)
 	case AndCond:
@@ -175,8 +178,16 @@ func compare(have types.AttributeValue, op Op, want types.AttributeValue) (bool,
 	}
 }
 
+// decimal is the number syntax DynamoDB accepts: an optionally signed
+// decimal with an optional exponent ("1", "-0.5", ".5", "5.", "1e+3"); no
+// hex, fractions, underscores, spaces, Inf or NaN, which big.Rat would take.
+var decimal = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
 // ParseNumber parses a DynamoDB number (a decimal string) exactly.
 func ParseNumber(s string) (*big.Rat, error) {
+	if !decimal.MatchString(s) {
+		return nil, fmt.Errorf("number %q: %w", s, ErrInvalid)
+	}
 	r, ok := new(big.Rat).SetString(s)
 	if !ok {
 		return nil, fmt.Errorf("number %q: %w", s, ErrInvalid)

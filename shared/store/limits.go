@@ -291,7 +291,13 @@ func validateValue(v types.AttributeValue, depth int) error {
 		}
 	case *types.AttributeValueMemberN:
 		return validNumber(v.Value)
-	case *types.AttributeValueMemberB, *types.AttributeValueMemberBOOL:
+	case *types.AttributeValueMemberB:
+		if v.Value == nil {
+			// The SDK sends a nil slice as no value at all, which DynamoDB
+			// refuses; []byte{} (what B(nil) makes) is the empty binary.
+			return fmt.Errorf("binary value is nil (use []byte{} for empty): %w", ErrInvalid)
+		}
+	case *types.AttributeValueMemberBOOL:
 	case *types.AttributeValueMemberNULL:
 		if !v.Value {
 			return fmt.Errorf("NULL must be true: %w", ErrInvalid)
@@ -326,14 +332,29 @@ func validateValue(v types.AttributeValue, depth int) error {
 		if len(v.Value) == 0 {
 			return fmt.Errorf("empty number set: %w", ErrInvalid)
 		}
+		seen := make([]*big.Rat, 0, len(v.Value))
 		for _, s := range v.Value {
 			if err := validNumber(s); err != nil {
 				return err
 			}
+			r, _ := ParseNumber(s)
+			for _, x := range seen {
+				if x.Cmp(r) == 0 { // 1 and 1.0 are duplicates
+					return fmt.Errorf("number set with a duplicate member: %w", ErrInvalid)
+				}
+			}
+			seen = append(seen, r)
 		}
 	case *types.AttributeValueMemberBS:
 		if len(v.Value) == 0 {
 			return fmt.Errorf("empty binary set: %w", ErrInvalid)
+		}
+		seen := map[string]bool{}
+		for _, b := range v.Value {
+			if seen[string(b)] {
+				return fmt.Errorf("binary set with a duplicate member: %w", ErrInvalid)
+			}
+			seen[string(b)] = true
 		}
 	case nil:
 		return fmt.Errorf("nil value: %w", ErrInvalid)
@@ -347,8 +368,8 @@ func validateValue(v types.AttributeValue, depth int) error {
 // significant digits, magnitude between 1e-130 and 1e126 (or zero).
 func validNumber(s string) error {
 	r, err := ParseNumber(s)
-	if err != nil || strings.ContainsAny(s, "/ \t") {
-		return fmt.Errorf("number %q: %w", s, ErrInvalid)
+	if err != nil {
+		return err
 	}
 	digits := strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+"), "0")
 	if i := strings.IndexAny(digits, "eE"); i >= 0 {
@@ -386,6 +407,15 @@ func validateCond(c Cond) error {
 		}
 		if err := validateValue(c.Value, 0); err != nil {
 			return err
+		}
+		if c.Op != OpEq && c.Op != OpNe {
+			// DynamoDB refuses the expression itself ("Incorrect operand
+			// type for operator") when the value cannot be ordered.
+			switch c.Value.(type) {
+			case *types.AttributeValueMemberN, *types.AttributeValueMemberS, *types.AttributeValueMemberB:
+			default:
+				return fmt.Errorf("operator %s needs a number, string or binary value, not %T: %w", c.Op, c.Value, ErrInvalid)
+			}
 		}
 	case AndCond:
 		if len(c) == 0 {

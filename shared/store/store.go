@@ -56,9 +56,15 @@ type Store interface {
 	// yet are returned, as DynamoDB does; domains check expiry themselves.
 	Get(ctx context.Context, k Key) (Item, error)
 	// Query reads one partition of the table or of gsi1 (q.Index), in
-	// sort-key order (or reversed), at most q.Limit items and at most 1 MB
-	// of them per page. Page.Cursor continues the query; it is "" on the
-	// last page.
+	// sort-key order (or reversed; UTF-8 byte order; items sharing a gsi1sk
+	// in a fixed order of the engine's), one page at a time. A page ends
+	// (DynamoDB Local's behaviour, which storetest checks on every engine):
+	//   - after q.Limit items, with a cursor even if no item follows;
+	//   - when the items already on it total MaxPageBytes (ItemSize) or
+	//     more and another item matches, with a cursor (so the item that
+	//     crosses 1 MB is still on the page);
+	//   - when no item is left, with Cursor "".
+	// A cursor that this query did not make fails with ErrBadCursor.
 	Query(ctx context.Context, q Query) (Page, error)
 	// Write applies 1–MaxActions actions atomically: all of them or none.
 	// A failed condition returns a *ConditionFailedError (errors.Is
@@ -229,7 +235,8 @@ type Query struct {
 // Page is one page of a Query.
 type Page struct {
 	Items []Item
-	// Cursor continues the query; "" when there is nothing more.
+	// Cursor continues the query; "" when the page reached the end (see
+	// Store.Query: a page cut by Limit carries one even if nothing follows).
 	Cursor string
 }
 

@@ -14,7 +14,12 @@ func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Valu
 func N(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
-func B(v []byte) types.AttributeValue  { return &types.AttributeValueMemberB{Value: v} }
+func B(v []byte) types.AttributeValue {
+	if v == nil {
+		v = []byte{} // DynamoDB's empty binary; a nil slice is refused
+	}
+	return &types.AttributeValueMemberB{Value: v}
+}
 func Bool(v bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: v} }
 func Null() types.AttributeValue       { return &types.AttributeValueMemberNULL{Value: true} }
 
@@ -96,7 +101,7 @@ func CloneValue(v types.AttributeValue) types.AttributeValue {
 	case *types.AttributeValueMemberN:
 		return &types.AttributeValueMemberN{Value: v.Value}
 	case *types.AttributeValueMemberB:
-		return &types.AttributeValueMemberB{Value: append([]byte(nil), v.Value...)}
+		return &types.AttributeValueMemberB{Value: cloneBytes(v.Value)}
 	case *types.AttributeValueMemberBOOL:
 		return &types.AttributeValueMemberBOOL{Value: v.Value}
 	case *types.AttributeValueMemberNULL:
@@ -116,9 +121,18 @@ func CloneValue(v types.AttributeValue) types.AttributeValue {
 	case *types.AttributeValueMemberBS:
 		bs := make([][]byte, len(v.Value))
 		for i, b := range v.Value {
-			bs[i] = append([]byte(nil), b...)
+			bs[i] = cloneBytes(b)
 		}
 		return &types.AttributeValueMemberBS{Value: bs}
 	}
 	return v
+}
+
+// cloneBytes copies b, keeping nil and empty apart (an empty binary is a
+// value; nil is refused by ValidateItem).
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
 }
