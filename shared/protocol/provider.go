@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // HandlerFunc runs one capability. input is always a JSON object. It returns
@@ -130,13 +131,14 @@ func (p *Provider) HandleFunc(capability string, fn HandlerFunc) {
 }
 
 // Handle registers a typed capability: the input object is decoded into In
-// (unknown fields are ignored; a field of the wrong type is a 400
-// invalid_input naming it) and the Out value is the output.
+// with DecodeInput (keys match field names case-sensitively, unknown keys
+// are ignored, a field of the wrong type is a 400 invalid_input naming it)
+// and the Out value is the output.
 func Handle[In, Out any](p *Provider, capability string, fn func(ctx context.Context, in In) (Out, error)) {
 	p.HandleFunc(capability, func(ctx context.Context, input json.RawMessage) (any, error) {
 		var in In
-		if err := json.Unmarshal(input, &in); err != nil {
-			return nil, inputError(err)
+		if err := DecodeInput(input, &in); err != nil {
+			return nil, err
 		}
 		return fn(ctx, in)
 	})
@@ -200,19 +202,25 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	fn, ok := p.caps[req.Task]
 	if !ok {
-		p.writeError(w, r, Errorf(UnsupportedCapability, "%s does not advertise capability %q; it offers %s",
-			p.name, req.Task, strings.Join(p.Capabilities(), ", ")))
+		p.writeError(w, r, Errorf(UnsupportedCapability, "%s does not advertise capability %s; it offers %s",
+			p.name, Quote(req.Task), strings.Join(p.Capabilities(), ", ")))
 		return
 	}
 
-	taskID := r.Header.Get(TaskIDHeader)
-	if p.idem == nil || taskID == "" {
+	taskID, sent := RawTaskID(r)
+	if p.idem == nil || !sent {
+		// Stateless providers ignore the task id (DESIGN §3); a capability
+		// sees it only when it is a valid one.
+		if !ValidTaskID(taskID) {
+			taskID = ""
+		}
 		status, body, hdr := p.run(r.Context(), fn, req, taskID, start)
 		p.write(w, status, body, hdr)
 		return
 	}
-	if len(taskID) > MaxTaskIDLength {
-		p.writeError(w, r, Errorf(InvalidInput, "%s is longer than %d characters", TaskIDHeader, MaxTaskIDLength))
+	if !ValidTaskID(taskID) {
+		p.writeError(w, r, Errorf(InvalidInput, "%s must be 1 to %d printable ASCII characters (0x20-0x7E); got %s",
+			TaskIDHeader, MaxTaskIDLength, Quote(taskID)))
 		return
 	}
 	key := TaskKey{Agent: p.name, TaskID: taskID, RequestHash: requestHash(req)}
@@ -274,11 +282,40 @@ func (p *Provider) run(ctx context.Context, fn HandlerFunc, req Request, taskID 
 	}
 	perr := p.asError(ctx, req.Task, err)
 	var hdr http.Header
-	if perr.RetryAfter > 0 {
-		hdr = http.Header{"Retry-After": {retryAfter(perr.RetryAfter)}}
+	if v := retryHeader(perr); v != "" {
+		hdr = http.Header{"Retry-After": {v}}
 	}
 	body, _ := json.Marshal(perr.Body())
 	return perr.Status(), body, hdr
+}
+
+// RawTaskID returns the X-A2AWire-Task-Id exactly as the buyer sent it, and
+// whether it was sent at all. Repeated header lines are joined with "," as
+// API Gateway joins them, so a provider behind net/http and one behind API
+// Gateway read the same id; behind Lambda the value must come from
+// lambdahttp.Entry, which restores the header lines the HTTP adapter splits
+// on commas.
+func RawTaskID(r *http.Request) (string, bool) {
+	vals := r.Header.Values(TaskIDHeader)
+	if len(vals) == 0 {
+		return "", false
+	}
+	return strings.Join(vals, ","), true
+}
+
+// ValidTaskID reports whether id is a task id as DESIGN §3 defines it: 1 to
+// MaxTaskIDLength characters of printable ASCII (0x20–0x7E), commas and
+// inner spaces included. Two ids that differ in any byte are two tasks.
+func ValidTaskID(id string) bool {
+	if len(id) == 0 || len(id) > MaxTaskIDLength {
+		return false
+	}
+	for i := range len(id) {
+		if id[i] < 0x20 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // call runs fn and turns a panic into an internal error, so one bad request
@@ -310,7 +347,16 @@ func (p *Provider) render(out any, meta map[string]any, task string, start time.
 		m.Model = v
 	}
 	m.DurationMS = max(p.now().Sub(start).Milliseconds(), 0)
-	return json.Marshal(Response{Output: output, Metadata: m})
+	body, err := json.Marshal(Response{Output: output, Metadata: m})
+	if err != nil {
+		return nil, err
+	}
+	// encoding/json copies raw messages (an echoed input, say) without
+	// checking their UTF-8; JSON out must be valid UTF-8 (DESIGN §2).
+	if !utf8.Valid(body) {
+		return nil, fmt.Errorf("output of %s is not valid UTF-8", task)
+	}
+	return body, nil
 }
 
 func toInt64(v any) (int64, bool) {
@@ -340,14 +386,18 @@ func (p *Provider) asError(ctx context.Context, task string, err error) *Error {
 }
 
 // decode applies the protocol's request checks in order: method (405),
-// media type (415), size (413), then shape (422).
+// media type and content coding (415), size (413), then shape (422).
 func (p *Provider) decode(w http.ResponseWriter, r *http.Request) (Request, *Error) {
+	// Methods are case-sensitive (RFC 9110): "post" is not POST.
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		return Request{}, Errorf(MethodNotAllowed, "use POST to invoke %s", p.name)
 	}
 	if !IsJSON(r.Header.Get("Content-Type")) {
 		return Request{}, Errorf(UnsupportedMediaType, "Content-Type must be application/json")
+	}
+	if ce := strings.Join(r.Header.Values("Content-Encoding"), ","); !isIdentity(ce) {
+		return Request{}, Errorf(UnsupportedMediaType, "Content-Encoding %s is not supported; send the body uncompressed (identity)", Quote(ce))
 	}
 	if r.ContentLength > p.maxBody {
 		return Request{}, p.tooLarge()
@@ -362,6 +412,17 @@ func (p *Provider) decode(w http.ResponseWriter, r *http.Request) (Request, *Err
 	return DecodeRequest(body)
 }
 
+// isIdentity reports whether a Content-Encoding value leaves the body as is:
+// absent, empty, or only "identity" codings.
+func isIdentity(ce string) bool {
+	for c := range strings.SplitSeq(ce, ",") {
+		if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *Provider) tooLarge() *Error {
 	return Errorf(PayloadTooLarge, "request body is larger than %d bytes", p.maxBody)
 }
@@ -373,13 +434,19 @@ func IsJSON(contentType string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// DecodeRequest parses an invocation body. Every failure is a 422
-// invalid_request whose details locate the problem; input defaults to {}.
+// DecodeRequest parses an invocation body. The body must be strict JSON
+// (CheckJSON: valid UTF-8, no duplicated keys at any depth); keys match
+// case-sensitively. Every failure is a 422 invalid_request whose details
+// locate the problem; input defaults to {}.
 func DecodeRequest(body []byte) (Request, *Error) {
 	invalid := func(msg string, loc ...string) (Request, *Error) {
 		e := Errorf(InvalidRequest, "the body is not a valid invocation: %s", msg)
 		e.Details = []Detail{{Loc: append([]string{"body"}, loc...), Msg: msg}}
 		return Request{}, e
+	}
+	if err := CheckJSON(body); err != nil {
+		je := err.(*JSONError)
+		return invalid("is not strict JSON: "+je.Error(), je.Loc...)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -422,8 +489,8 @@ func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 
 func (p *Provider) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	perr := p.asError(r.Context(), "", err)
-	if perr.RetryAfter > 0 {
-		w.Header().Set("Retry-After", retryAfter(perr.RetryAfter))
+	if v := retryHeader(perr); v != "" {
+		w.Header().Set("Retry-After", v)
 	}
 	body, _ := json.Marshal(perr.Body())
 	p.write(w, perr.Status(), body, nil)
@@ -437,6 +504,19 @@ func (p *Provider) write(w http.ResponseWriter, status int, body []byte, hdr htt
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// retryHeader is the Retry-After of an error: its RetryAfter, or 1 s for a
+// 429 or 503 whose author set none, because the protocol promises the
+// header with both (DESIGN §3) and a buyer should not have to guess.
+func retryHeader(e *Error) string {
+	switch {
+	case e.RetryAfter > 0:
+		return retryAfter(e.RetryAfter)
+	case e.Status() == http.StatusTooManyRequests || e.Status() == http.StatusServiceUnavailable:
+		return "1"
+	}
+	return ""
 }
 
 func retryAfter(d time.Duration) string {
