@@ -116,6 +116,9 @@ type Balance struct {
 type Book struct {
 	store    store.Store
 	accounts keyedMutex
+	// The optimistic retry budget (appendMaxAttempts…; tests shrink it).
+	maxAttempts             int
+	backoffBase, backoffMax time.Duration
 }
 
 // NewBook returns a book over s.
@@ -123,7 +126,8 @@ func NewBook(s store.Store) *Book {
 	if s == nil {
 		panic("ledger: nil store")
 	}
-	return &Book{store: s, accounts: keyedMutex{m: map[string]*keyLock{}}}
+	return &Book{store: s, accounts: keyedMutex{m: map[string]*keyLock{}},
+		maxAttempts: appendMaxAttempts, backoffBase: appendBackoffBase, backoffMax: appendBackoffMax}
 }
 
 func accountKey(account string) store.Key { return store.Key{PK: pkPrefix + account, SK: accountSK} }
@@ -177,11 +181,11 @@ func (b *Book) Append(ctx context.Context, e Entry) (Entry, error) {
 		if r.account != nil {
 			cur = r.account
 		}
-		if attempt+1 >= appendMaxAttempts || !timeLeft(ctx, appendReserve) {
+		if attempt+1 >= b.maxAttempts || !timeLeft(ctx, appendReserve) {
 			return Entry{}, fmt.Errorf("ledger: append to %q: gave up after %d attempts (%v): %w",
 				e.Account, attempt+1, r.err, store.ErrUnavailable)
 		}
-		if err := sleep(ctx, backoff(attempt)); err != nil {
+		if err := sleep(ctx, b.backoff(attempt)); err != nil {
 			return Entry{}, fmt.Errorf("ledger: append to %q: %w", e.Account, unavailableIfDone(err))
 		}
 	}
@@ -403,10 +407,11 @@ func timeLeft(ctx context.Context, reserve time.Duration) bool {
 	return !ok || time.Until(dl) > reserve
 }
 
-func backoff(attempt int) time.Duration {
-	d := appendBackoffBase << min(attempt, 16)
-	if d > appendBackoffMax || d <= 0 {
-		d = appendBackoffMax
+// backoff is the jittered exponential wait before retry attempt+1.
+func (b *Book) backoff(attempt int) time.Duration {
+	d := b.backoffBase << min(attempt, 16)
+	if d > b.backoffMax || d <= 0 {
+		d = b.backoffMax
 	}
 	return d/2 + rand.N(d/2+1) // jitter: [d/2, d]
 }

@@ -30,11 +30,14 @@ func TestMain(m *testing.M) {
 	os.Exit(dynamolocal.Main(m, func(s *dynamolocal.Server) { local = s }))
 }
 
-// Store is what the tests need: the fixture's store plus ListLedger, to
-// count what was really appended.
-type Store interface {
-	ledger.Store
-	ListLedger(ctx context.Context, account string) ([]store.LedgerEntry, error)
+// list returns what was really appended to account.
+func list(t *testing.T, st store.Store, account string) []ledger.Entry {
+	t.Helper()
+	es, err := ledger.NewBook(st).List(context.Background(), account)
+	if err != nil {
+		t.Fatalf("list %q: %v", account, err)
+	}
+	return es
 }
 
 type resp struct {
@@ -140,7 +143,7 @@ func TestLedger(t *testing.T) {
 	}
 }
 
-func testAppend(t *testing.T, st Store) {
+func testAppend(t *testing.T, st store.Store) {
 	h := ledger.New(logging.Discard(), st)
 	if got := call(t, h, "", "balance", `{"account":"alice"}`); got.status != 200 || got.balance != (ledger.BalanceOutput{Account: "alice"}) {
 		t.Fatalf("unknown account: %d %s", got.status, got.body)
@@ -173,7 +176,7 @@ func testAppend(t *testing.T, st Store) {
 	}
 }
 
-func testRepeat(t *testing.T, st Store) {
+func testRepeat(t *testing.T, st store.Store) {
 	h := ledger.New(logging.Discard(), st)
 	in := `{"account":"carol","amount_cents":700,"memo":"rent"}`
 	first := call(t, h, "task-1", "record-entry", in)
@@ -192,9 +195,8 @@ func testRepeat(t *testing.T, st Store) {
 	if long.status != 400 || long.code != protocol.InvalidInput {
 		t.Fatalf("task id over 255: %d %s", long.status, long.body)
 	}
-	entries, err := st.ListLedger(context.Background(), "carol")
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("%d entries (%v), want 1", len(entries), err)
+	if entries := list(t, st, "carol"); len(entries) != 1 {
+		t.Fatalf("%d entries, want 1", len(entries))
 	}
 	if b := call(t, h, "", "balance", `{"account":"carol"}`); b.balance.BalanceCents != 700 || b.balance.Entries != 1 {
 		t.Fatalf("balance %s", b.body)
@@ -204,7 +206,7 @@ func testRepeat(t *testing.T, st Store) {
 // testLostRecord: once the idempotency record is gone (here: expired), a
 // repeat runs again, and the entry id derived from the task id keeps the
 // append exactly-once; the response is the same entry.
-func testLostRecord(t *testing.T, st Store) {
+func testLostRecord(t *testing.T, st store.Store) {
 	now := time.Now()
 	clock := func() time.Time { return now }
 	h := ledger.New(logging.Discard(), st, ledger.WithClock(clock), ledger.WithIdempotencyOptions(idempotency.WithTTL(time.Minute)))
@@ -224,15 +226,14 @@ func testLostRecord(t *testing.T, st Store) {
 	if reused.status != 409 || reused.code != protocol.IdempotencyKeyReused {
 		t.Fatalf("id reused for another amount after expiry: %d %s", reused.status, reused.body)
 	}
-	entries, err := st.ListLedger(context.Background(), "dave")
-	if err != nil || len(entries) != 2 {
-		t.Fatalf("%d entries (%v), want 2", len(entries), err)
+	if entries := list(t, st, "dave"); len(entries) != 2 {
+		t.Fatalf("%d entries, want 2", len(entries))
 	}
 }
 
 // testDistinct: concurrent entries under distinct task ids all land, with
 // gap-free sequences and the right final balance.
-func testDistinct(t *testing.T, st Store) {
+func testDistinct(t *testing.T, st store.Store) {
 	h := ledger.New(logging.Discard(), st)
 	const n = 20
 	var wg sync.WaitGroup
@@ -321,10 +322,7 @@ func TestConcurrentRetries(t *testing.T) {
 					t.Errorf("response %d: %d %s, want 200 or 409 request_in_progress", i, o.status, o.body)
 				}
 			}
-			entries, err := st.ListLedger(context.Background(), "frank")
-			if err != nil {
-				t.Fatal(err)
-			}
+			entries := list(t, st, "frank")
 			if len(entries) != 1 || fresh != 1 {
 				t.Fatalf("%d entries and %d fresh 200s, want exactly 1 of each", len(entries), fresh)
 			}

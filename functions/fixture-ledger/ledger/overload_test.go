@@ -1,0 +1,183 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2awire/a2awire/functions/fixture-ledger/ledger"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/protocol"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+)
+
+// Overload levels of issue 9.
+const (
+	overloadCalls = 1000
+	// overloadTimeout is each call's deadline, as a Lambda timeout is.
+	overloadTimeout = 3 * time.Second
+	// overloadRounds bounds the retries of 503'd calls with a task id.
+	overloadRounds = 30
+)
+
+// TestOverload is issue 9's must-show: 1,000 concurrent appends to one
+// account on DynamoDB Local get no 500s; every 200 is in the ledger, and no
+// 503'd call without a task id is. Half the calls carry a task id; those
+// that got 503 are retried with the same id until they settle, and each
+// then has exactly one entry. Two shapes: one process (every call queued on
+// one Book, as in the local harness) and 50 processes (Books racing
+// optimistically, as Lambda instances do).
+func TestOverload(t *testing.T) {
+	for _, shape := range []struct {
+		name      string
+		processes int
+	}{{"one process", 1}, {"50 processes", 50}} {
+		t.Run(shape.name, func(t *testing.T) {
+			client, table := dynamolocal.NewTable(t, local)
+			st := dynamo.New(client, table)
+			handlers := make([]http.Handler, shape.processes)
+			for i := range handlers {
+				handlers[i] = ledger.New(logging.Discard(), st)
+			}
+			account := fmt.Sprintf("hot-%d", shape.processes)
+			taskID := func(i int) string {
+				if i%2 == 1 {
+					return ""
+				}
+				return fmt.Sprintf("overload-%d", i)
+			}
+			input := func(i int) string {
+				return fmt.Sprintf(`{"account":%q,"amount_cents":%d,"memo":"call-%d"}`, account, i+1, i)
+			}
+			send := func(i int) resp {
+				ctx, cancel := context.WithTimeout(context.Background(), overloadTimeout)
+				defer cancel()
+				body := fmt.Sprintf(`{"task":"record-entry","input":%s}`, input(i))
+				r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/agents/a2awire-ledger/invoke", strings.NewReader(body))
+				r.Header.Set("Content-Type", "application/json")
+				if id := taskID(i); id != "" {
+					r.Header.Set(protocol.TaskIDHeader, id)
+				}
+				w := httptest.NewRecorder()
+				handlers[i%len(handlers)].ServeHTTP(w, r)
+				got := decode(t, w.Code, w.Header(), w.Body.Bytes(), "record-entry")
+				if got.status == 503 && w.Header().Get("Retry-After") == "" {
+					t.Errorf("call %d: 503 without Retry-After", i)
+				}
+				return got
+			}
+
+			began := time.Now()
+			out := make([]resp, overloadCalls)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range overloadCalls {
+				wg.Go(func() {
+					<-start
+					out[i] = send(i)
+				})
+			}
+			close(start)
+			wg.Wait()
+			storm := time.Since(began)
+
+			var ok, busy int
+			for i, o := range out {
+				switch {
+				case o.status == 200:
+					ok++
+				case o.status == 503 && o.code == protocol.Unavailable:
+					busy++
+				default:
+					t.Errorf("call %d: %d %s, want 200 or 503 unavailable", i, o.status, o.body)
+				}
+			}
+			entries := list(t, st, account)
+			byMemo := map[string]ledger.Entry{}
+			for _, e := range entries {
+				if _, dup := byMemo[e.Memo]; dup {
+					t.Fatalf("two entries for %s", e.Memo)
+				}
+				byMemo[e.Memo] = e
+			}
+			for i, o := range out {
+				e, in := byMemo[fmt.Sprintf("call-%d", i)]
+				switch {
+				case o.status == 200 && (!in || e.EntryID != o.record.EntryID || e.Sequence != o.record.Sequence):
+					t.Errorf("call %d: 200 %+v, but the ledger has %+v (present: %t)", i, o.record, e, in)
+				case o.status == 503 && taskID(i) == "" && in:
+					t.Errorf("call %d without a task id: 503, yet its entry %+v is in the ledger", i, e)
+				}
+			}
+
+			// Retry the 503'd calls that carry a task id until they settle.
+			pending := []int{}
+			for i, o := range out {
+				if o.status != 200 && taskID(i) != "" {
+					pending = append(pending, i)
+				}
+			}
+			retried := len(pending)
+			for round := 0; len(pending) > 0 && round < overloadRounds; round++ {
+				next := make([]resp, len(pending))
+				var wg sync.WaitGroup
+				for j, i := range pending {
+					wg.Go(func() { next[j] = send(i) })
+				}
+				wg.Wait()
+				var still []int
+				for j, i := range pending {
+					if next[j].status != 200 {
+						still = append(still, i)
+					}
+				}
+				pending = still
+			}
+			if len(pending) > 0 {
+				t.Fatalf("%d calls with a task id still unsettled after %d rounds", len(pending), overloadRounds)
+			}
+			entries = list(t, st, account)
+			withID := map[string]int{}
+			var noID int
+			var running, sum int64
+			for k, e := range entries {
+				running += e.AmountCents
+				if e.Sequence != int64(k+1) || e.BalanceCents != running {
+					t.Fatalf("entry %d is %+v (running balance %d)", k, e, running)
+				}
+				var i int
+				if _, err := fmt.Sscanf(e.Memo, "call-%d", &i); err != nil {
+					t.Fatalf("entry %+v: %v", e, err)
+				}
+				if taskID(i) != "" {
+					withID[e.Memo]++
+				} else {
+					noID++
+				}
+				sum += int64(i + 1)
+			}
+			for i := 0; i < overloadCalls; i += 2 {
+				if n := withID[fmt.Sprintf("call-%d", i)]; n != 1 {
+					t.Errorf("task id %s: %d entries, want exactly 1", taskID(i), n)
+				}
+			}
+			okNoID := 0
+			for i, o := range out {
+				if o.status == 200 && taskID(i) == "" {
+					okNoID++
+				}
+			}
+			if noID != okNoID {
+				t.Errorf("%d entries without a task id, %d 200s without one", noID, okNoID)
+			}
+			t.Logf("%s, %d calls (%v deadline each): storm took %v: %d × 200, %d × 503; %d calls with a task id retried → each exactly once; ledger %d entries, balance %d",
+				shape.name, overloadCalls, overloadTimeout, storm.Round(time.Millisecond), ok, busy, retried, len(entries), running)
+		})
+	}
+}
