@@ -6,13 +6,13 @@ import (
 	"os"
 
 	"github.com/a2awire/a2awire/functions/fixture-clean/clean"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
 func main() {
 	log := logging.New(os.Stdout, logging.JSON, slog.LevelInfo)
 	h := clean.New(log)
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	lambda.Start(lambdahttp.Entry(h))
 }

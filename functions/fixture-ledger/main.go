@@ -9,12 +9,12 @@ import (
 	"os"
 
 	"github.com/a2awire/a2awire/functions/fixture-ledger/ledger"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
 func main() {
@@ -30,5 +30,5 @@ func main() {
 		os.Exit(1)
 	}
 	h := ledger.New(log, dynamo.New(dynamodb.NewFromConfig(cfg), table))
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	lambda.Start(lambdahttp.Entry(h))
 }

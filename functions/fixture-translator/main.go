@@ -9,9 +9,9 @@ import (
 	"os"
 
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
 func main() {
@@ -19,5 +19,5 @@ func main() {
 	cfg := translator.EnvConfig(os.Getenv)
 	log.Info("translator configured", "llm", cfg.Enabled(), "model", cfg.Model)
 	h := translator.New(log, cfg, nil)
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	lambda.Start(lambdahttp.Entry(h))
 }

@@ -1,0 +1,89 @@
+// Package lambdahttp runs a net/http handler as the Lambda entry of an API
+// Gateway HTTP API route, with the request's headers and method exactly as
+// the gateway delivered them.
+//
+// aws-lambda-go-api-proxy's httpadapter splits every header value on commas
+// (and trims the pieces) and upper-cases the method. That turns the task id
+// "order-7,a" into the two lines "order-7" and "a" — the same task as
+// "order-7,b" for a reader taking the first — and "post" into POST. Entry
+// undoes both before the handler runs: each header the event carried is one
+// line with the event's value, and the method is the event's. Every Lambda
+// main and the local harness use it, so the cloud and local paths read the
+// same values (DESIGN §3, "taken exactly as sent").
+//
+// The package depends on the event types and the adapter only, never on a
+// store client, so a function without table access links no DynamoDB code.
+package lambdahttp
+
+import (
+	"context"
+	"net/http"
+	"net/textproto"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+)
+
+// Handler is the Lambda entry function of an HTTP API route: what
+// lambda.Start takes, and what the local harness invokes.
+type Handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+type rawKey struct{}
+
+// raw is what the event carried, before the adapter rewrote it.
+type raw struct {
+	headers map[string]string
+	method  string
+}
+
+// Entry returns the Lambda entry for h: httpadapter.NewV2(h).ProxyWithContext,
+// except that h sees each event header as one line with its value as sent,
+// the event's method unchanged, and the raw headers through RawHeader.
+func Entry(h http.Handler) Handler {
+	adapter := httpadapter.NewV2(restore(h))
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		ctx = context.WithValue(ctx, rawKey{}, &raw{headers: ev.Headers, method: ev.RequestContext.HTTP.Method})
+		return adapter.ProxyWithContext(ctx, ev)
+	}
+}
+
+// restore puts the event's header values and method back on the request the
+// adapter built.
+func restore(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rw, ok := r.Context().Value(rawKey{}).(*raw); ok {
+			for k, v := range rw.headers {
+				r.Header[textproto.CanonicalMIMEHeaderKey(k)] = []string{v}
+			}
+			if rw.method != "" {
+				r.Method = rw.method
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// RawHeader returns the value of header name as the client sent it, and
+// whether it was sent. Behind Entry it is the event's value, commas and
+// spaces untouched. Under a plain net/http server the header's lines are
+// joined with "," — what API Gateway does with repeated lines — so a handler
+// reads the same value on both paths.
+func RawHeader(r *http.Request, name string) (string, bool) {
+	if rw, ok := r.Context().Value(rawKey{}).(*raw); ok {
+		if v, ok := rw.headers[strings.ToLower(name)]; ok {
+			return v, true
+		}
+		for k, v := range rw.headers {
+			if strings.EqualFold(k, name) {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	vals := r.Header.Values(name)
+	if len(vals) == 0 {
+		return "", false
+	}
+	return strings.Join(vals, ","), true
+}
