@@ -51,7 +51,7 @@ type control struct {
 // sent, not a re-encoding of the fields messy knows about.
 func echo(ctx context.Context, input json.RawMessage) (any, error) {
 	var c control
-	if err := json.Unmarshal(input, &c); err != nil {
+	if err := protocol.DecodeInput(input, &c); err != nil {
 		return nil, protocol.Errorf(protocol.InvalidInput, "input.simulate must be a string and input.delay_ms an integer")
 	}
 	if c.DelayMS != nil && (*c.DelayMS < 0 || *c.DelayMS > MaxDelayMS) {
@@ -70,8 +70,8 @@ func echo(ctx context.Context, input json.RawMessage) (any, error) {
 				return nil, err
 			}
 		default:
-			return nil, protocol.Errorf(protocol.InvalidInput, "input.simulate %q is unknown; use %s, %s, %s or %s",
-				*c.Simulate, SimInvalidInput, SimUpstream, SimUnavailable, SimSlow)
+			return nil, protocol.Errorf(protocol.InvalidInput, "input.simulate %s is unknown; use %s, %s, %s or %s",
+				protocol.Quote(*c.Simulate), SimInvalidInput, SimUpstream, SimUnavailable, SimSlow)
 		}
 	}
 

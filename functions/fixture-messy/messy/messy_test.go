@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/functions/fixture-messy/messy"
 	"github.com/a2awire/a2awire/shared/logging"
@@ -155,5 +156,29 @@ func TestIgnoresTaskID(t *testing.T) {
 	}
 	if traces[0] == traces[1] {
 		t.Errorf("a repeated task id was replayed: trace %s twice", traces[0])
+	}
+}
+
+// TestEchoIsStrict: messy echoes only strict JSON — invalid UTF-8 and
+// duplicated keys are 422 before anything is echoed, so its answer is always
+// valid UTF-8 — and its control keys match case-sensitively.
+func TestEchoIsStrict(t *testing.T) {
+	h := messy.New(logging.Discard())
+	for _, body := range []string{
+		"{\"task\":\"messy-echo\",\"input\":{\"x\":\"\xff\xfe\"}}",
+		`{"task":"messy-echo","input":{"simulate":"slow","simulate":"upstream_error"}}`,
+	} {
+		w := invoke(t, context.Background(), h, body)
+		if w.Code != http.StatusUnprocessableEntity || !utf8.Valid(w.Body.Bytes()) {
+			t.Errorf("%q: %d %q", body, w.Code, w.Body)
+		}
+	}
+	w := invoke(t, context.Background(), h, `{"task":"messy-echo","input":{"SIMULATE":"upstream_error"}}`)
+	if w.Code != http.StatusOK {
+		t.Errorf("SIMULATE was read as simulate: %d %s", w.Code, w.Body)
+	}
+	w = invoke(t, context.Background(), h, `{"task":"messy-echo","input":{"simulate":"`+strings.Repeat("z", 100000)+`"}}`)
+	if w.Code != http.StatusBadRequest || w.Body.Len() > 400 {
+		t.Errorf("unknown simulate: %d, %d bytes", w.Code, w.Body.Len())
 	}
 }
