@@ -1,0 +1,475 @@
+package cloud
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// API Gateway HTTP API's limits.
+const (
+	// MaxBody is the largest request body API Gateway accepts.
+	MaxBody = 10 << 20
+	// MaxRequestLineAndHeaders is the quota on the request line and header
+	// values together.
+	MaxRequestLineAndHeaders = 10240
+	// IntegrationTimeout is the longest API Gateway waits for a Lambda
+	// integration; functions that serve routes may not be configured longer.
+	IntegrationTimeout = 30 * time.Second
+)
+
+// GatewayOptions tune a Gateway; zero values take the defaults.
+type GatewayOptions struct {
+	// IntegrationTimeout replaces IntegrationTimeout (for tests).
+	IntegrationTimeout time.Duration
+	// BodyBudget caps the request-body bytes buffered at once across all
+	// requests (default 128 MiB); a request that cannot get its bytes
+	// within BodyWait (default 5 s) is answered 503.
+	BodyBudget int64
+	BodyWait   time.Duration
+}
+
+// Gateway is API Gateway HTTP API with Lambda proxy integrations (payload
+// format 2.0) in front of the functions, mounted from the route table.
+type Gateway struct {
+	entries     map[string]*Entry
+	log         *slog.Logger
+	now         func() time.Time
+	integration time.Duration
+	bodyWait    time.Duration
+	bodies      *budget
+}
+
+// NewGateway returns a gateway over entries, keyed by function name. Every
+// function that serves a route must have an entry, with a timeout within
+// API Gateway's integration timeout.
+func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (*Gateway, error) {
+	for _, r := range routes.All() {
+		e := entries[r.Function]
+		if e == nil {
+			return nil, fmt.Errorf("gateway: no entry for function %q (route %s)", r.Function, r.Key())
+		}
+		if e.Timeout() > IntegrationTimeout {
+			return nil, fmt.Errorf("gateway: function %q serves route %s but its timeout %v exceeds API Gateway's %v integration timeout",
+				r.Function, r.Key(), e.Timeout(), IntegrationTimeout)
+		}
+	}
+	g := &Gateway{
+		entries:     entries,
+		log:         log,
+		now:         time.Now,
+		integration: cmp(o.IntegrationTimeout, IntegrationTimeout),
+		bodyWait:    cmp(o.BodyWait, 5*time.Second),
+		bodies:      newBudget(cmp(o.BodyBudget, 128<<20)),
+	}
+	return g, nil
+}
+
+func cmp[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// ServeHTTP answers as API Gateway does and writes one access line per
+// request, carrying the request id the function sees in its event.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := g.now()
+	// The request id is chosen here so the access line and the function's
+	// own log lines (which read it from the event) can be joined on it.
+	id := NewRequestID()
+	w.Header().Set("Apigw-Requestid", id)
+	res := g.serve(w, r, id, start)
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", res.status,
+		"duration_ms", g.now().Sub(start).Milliseconds(), "function", res.function, "request_id", id}
+	if res.err != nil {
+		attrs = append(attrs, "error", res.err.Error())
+	}
+	if res.clientGone {
+		attrs = append(attrs, "client_gone", true)
+	}
+	g.log.InfoContext(r.Context(), "request", attrs...)
+}
+
+type outcome struct {
+	status     int
+	function   string
+	err        error
+	clientGone bool
+}
+
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string, start time.Time) outcome {
+	if n := requestLineAndHeaders(r); n > MaxRequestLineAndHeaders {
+		return outcome{status: gatewayError(w, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large"), function: "-",
+			err: fmt.Errorf("request line and headers are %d bytes, API Gateway allows %d", n, MaxRequestLineAndHeaders)}
+	}
+	route, params, ok := routes.Match(r.Method, r.URL.Path)
+	if !ok {
+		return outcome{status: gatewayError(w, http.StatusNotFound, "Not Found"), function: "-"}
+	}
+	fn := route.Function
+	body, release, status, err := g.readBody(r)
+	defer release()
+	if status != 0 {
+		return outcome{status: gatewayError(w, status, http.StatusText(status)), function: fn, err: err}
+	}
+	event := BuildEvent(r, route, params, body, start)
+	event.RequestContext.RequestID = requestID
+	payload, err := json.Marshal(event)
+	if err != nil {
+		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
+	}
+	body = nil
+
+	// A client that goes away does not stop a Lambda invocation in AWS,
+	// so the function's context does not end with the request's.
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.integration)
+	defer cancel()
+	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{
+		AwsRequestID:       requestID,
+		InvokedFunctionArn: FunctionARN(fn),
+	})
+	out, err := g.entries[fn].Invoke(ictx, payload)
+	payload = nil
+	switch {
+	case errors.Is(err, ErrRequestTooLarge):
+		return outcome{status: gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), function: fn, err: err}
+	case err != nil && !errors.Is(err, ErrTimeout) && ictx.Err() != nil:
+		// API Gateway gave up before the function's own timeout.
+		return outcome{status: gatewayError(w, http.StatusServiceUnavailable, "Service Unavailable"), function: fn,
+			err: fmt.Errorf("integration timeout after %v", g.integration)}
+	case err != nil:
+		g.log.ErrorContext(ictx, "function failed", "function", fn, "err", err)
+		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
+	}
+	resp, respBody, err := decodeResponse(out)
+	if err != nil {
+		g.log.ErrorContext(ictx, "bad function response", "function", fn, "err", err)
+		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
+	}
+	status = writeResponse(w, resp, respBody)
+	if _, err := w.Write(respBody); err != nil {
+		// The client hung up mid-response: nothing is wrong with the
+		// function, and the status line is already sent.
+		return outcome{status: status, function: fn, clientGone: true}
+	}
+	return outcome{status: status, function: fn}
+}
+
+// requestLineAndHeaders is the size API Gateway's 10,240-byte quota counts.
+func requestLineAndHeaders(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v)
+		}
+	}
+	return n + len(r.Host)
+}
+
+// readBody buffers the request body within API Gateway's and Lambda's
+// limits, taking its bytes from the gateway's body budget as they arrive
+// (so slow clients hold only what they have sent). release gives them back.
+// A non-zero status is the answer to send instead of invoking.
+func (g *Gateway) readBody(r *http.Request) (body []byte, release func(), status int, err error) {
+	var held int64
+	release = func() { g.bodies.release(held) }
+	// An event carries the body (base64 or escaped), so a body above
+	// Lambda's request limit can never be delivered: refuse it unread.
+	const limit = MaxRequestPayload
+	if r.ContentLength > limit {
+		return nil, release, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds what a Lambda event can carry", r.ContentLength)
+	}
+	if r.Body == nil || r.ContentLength == 0 {
+		return nil, release, 0, nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.bodyWait)
+	defer cancel()
+	const chunk = 32 << 10
+	capHint := int64(chunk)
+	if r.ContentLength > 0 {
+		capHint = r.ContentLength
+	}
+	want := min(capHint, chunk)
+	if err := g.bodies.acquire(ctx, want); err != nil {
+		return nil, release, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
+	}
+	held = want
+	buf := make([]byte, 0, min(capHint, limit+1))
+	for {
+		if int64(len(buf)) == held {
+			more := min(int64(chunk), limit+1-held)
+			if more <= 0 {
+				return nil, release, http.StatusRequestEntityTooLarge, errors.New("body exceeds what a Lambda event can carry")
+			}
+			if err := g.bodies.acquire(ctx, more); err != nil {
+				return nil, release, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
+			}
+			held += more
+		}
+		if int64(cap(buf)) < held {
+			buf = slices.Grow(buf, int(held)-len(buf))
+		}
+		n, err := r.Body.Read(buf[len(buf):held])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, release, 0, nil
+		}
+		if err != nil {
+			var maxErr *http.MaxBytesError
+			if errors.As(err, &maxErr) {
+				return nil, release, http.StatusRequestEntityTooLarge, err
+			}
+			return nil, release, http.StatusBadRequest, fmt.Errorf("read body: %w", err)
+		}
+	}
+}
+
+// budget is a counting semaphore over bytes.
+type budget struct {
+	mu   sync.Mutex
+	free int64
+	wake chan struct{}
+}
+
+func newBudget(n int64) *budget { return &budget{free: n, wake: make(chan struct{})} }
+
+func (b *budget) acquire(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		if b.free >= n {
+			b.free -= n
+			b.mu.Unlock()
+			return nil
+		}
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (b *budget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.free += n
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// Invoke runs one function's entry on a raw event, as `make invoke` does.
+func (g *Gateway) Invoke(ctx context.Context, fn string, payload []byte) ([]byte, error) {
+	e := g.entries[fn]
+	if e == nil {
+		return nil, fmt.Errorf("gateway: unknown function %q", fn)
+	}
+	return e.Invoke(ctx, payload)
+}
+
+func gatewayError(w http.ResponseWriter, status int, msg string) int {
+	b, _ := json.Marshal(map[string]string{"message": msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return status
+}
+
+func statusOf(resp events.APIGatewayV2HTTPResponse) int {
+	if resp.StatusCode == 0 {
+		return http.StatusOK
+	}
+	return resp.StatusCode
+}
+
+// textTypes are the content types whose bodies API Gateway HTTP API hands
+// to Lambda as text; every other body (and a body without a content type)
+// arrives base64-encoded with isBase64Encoded set.
+func isTextType(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(mt, "text/"),
+		mt == "application/json", mt == "application/javascript", mt == "application/xml",
+		strings.HasSuffix(mt, "+json"), strings.HasSuffix(mt, "+xml"):
+		return true
+	}
+	return false
+}
+
+// BuildEvent turns an HTTP request into the payload-format-2.0 event API
+// Gateway sends for route: lower-cased headers with repeated values joined
+// by commas, x-forwarded-for with the client's address appended, https as
+// the forwarded protocol, cookies split out, query and path parameters, the
+// request context, and the body as text or base64 by its content type.
+func BuildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time) events.APIGatewayV2HTTPRequest {
+	headers := map[string]string{}
+	var cookies []string
+	for k, vs := range r.Header {
+		lk := strings.ToLower(k)
+		if lk == "cookie" {
+			for _, v := range vs {
+				for c := range strings.SplitSeq(v, ";") {
+					if c = strings.TrimSpace(c); c != "" {
+						cookies = append(cookies, c)
+					}
+				}
+			}
+			continue
+		}
+		headers[lk] = strings.Join(vs, ",")
+	}
+	if r.Host != "" {
+		headers["host"] = r.Host
+	}
+	sourceIP := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		sourceIP = host
+	}
+	if prior := headers["x-forwarded-for"]; prior != "" {
+		headers["x-forwarded-for"] = prior + ", " + sourceIP
+	} else {
+		headers["x-forwarded-for"] = sourceIP
+	}
+	headers["x-forwarded-proto"] = "https"
+	headers["x-forwarded-port"] = "443"
+	if len(body) > 0 {
+		headers["content-length"] = strconv.Itoa(len(body))
+	}
+
+	var query map[string]string
+	if q := r.URL.Query(); len(q) > 0 {
+		query = make(map[string]string, len(q))
+		for k, vs := range q {
+			query[k] = strings.Join(vs, ",")
+		}
+	}
+	if len(params) == 0 {
+		params = nil
+	}
+
+	e := events.APIGatewayV2HTTPRequest{
+		Version:               "2.0",
+		RouteKey:              route.Key(),
+		RawPath:               r.URL.EscapedPath(),
+		RawQueryString:        r.URL.RawQuery,
+		Cookies:               cookies,
+		Headers:               headers,
+		QueryStringParameters: query,
+		PathParameters:        params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey:     route.Key(),
+			AccountID:    "000000000000",
+			Stage:        "$default",
+			RequestID:    NewRequestID(),
+			APIID:        "local",
+			DomainName:   r.Host,
+			DomainPrefix: strings.Split(r.Host, ".")[0],
+			Time:         now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
+			TimeEpoch:    now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method:    r.Method,
+				Path:      r.URL.Path,
+				Protocol:  r.Proto,
+				SourceIP:  sourceIP,
+				UserAgent: r.UserAgent(),
+			},
+		},
+	}
+	if len(body) > 0 {
+		if isTextType(r.Header.Get("Content-Type")) {
+			// json.Marshal turns invalid UTF-8 into U+FFFD, as the
+			// gateway's own JSON encoding of the event does.
+			e.Body = string(body)
+		} else {
+			e.Body = base64.StdEncoding.EncodeToString(body)
+			e.IsBase64Encoded = true
+		}
+	}
+	return e
+}
+
+// decodeResponse reads a function's JSON answer and its body.
+func decodeResponse(out []byte) (events.APIGatewayV2HTTPResponse, []byte, error) {
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return resp, nil, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
+	}
+	if resp.StatusCode != 0 && (resp.StatusCode < 100 || resp.StatusCode > 599) {
+		return resp, nil, fmt.Errorf("response status %d", resp.StatusCode)
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		var err error
+		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			return resp, nil, fmt.Errorf("decode base64 body: %w", err)
+		}
+	}
+	return resp, body, nil
+}
+
+// writeResponse writes the status line and headers of a Lambda response as
+// API Gateway would (single and multi-value headers, cookies as Set-Cookie)
+// and returns the status; the caller writes the body.
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, body []byte) int {
+	h := w.Header()
+	for _, k := range slices.Sorted(maps.Keys(resp.MultiValueHeaders)) {
+		for _, v := range resp.MultiValueHeaders[k] {
+			h.Add(k, v)
+		}
+	}
+	for k, v := range resp.Headers {
+		h.Set(k, v)
+	}
+	for _, c := range resp.Cookies {
+		h.Add("Set-Cookie", c)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	status := statusOf(resp)
+	w.WriteHeader(status)
+	return status
+}
+
+// WriteResponse writes a Lambda response as API Gateway would: status,
+// headers, cookies and the body decoded from base64 when flagged. A
+// response API Gateway could not use is an error, and nothing is written.
+func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) error {
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	resp, body, err := decodeResponse(out)
+	if err != nil {
+		return err
+	}
+	writeResponse(w, resp, body)
+	_, err = w.Write(body)
+	return err
+}

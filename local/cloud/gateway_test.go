@@ -1,0 +1,266 @@
+package cloud_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/aws/aws-lambda-go/events"
+)
+
+const invokePath = "/agents/a2awire-punctual/invoke"
+
+// probe is an HTTP function for gateway tests: it records the event it got
+// and answers from the request's X-Probe-* headers.
+type probe struct {
+	calls atomic.Int32
+	last  atomic.Pointer[events.APIGatewayV2HTTPRequest]
+}
+
+func (p *probe) handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	p.calls.Add(1)
+	p.last.Store(&e)
+	if d, err := time.ParseDuration(e.Headers["x-probe-sleep"]); err == nil {
+		time.Sleep(d)
+	}
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"ok":true}`}
+	switch e.Headers["x-probe-answer"] {
+	case "huge":
+		resp.Body = strings.Repeat("x", cloud.MaxResponsePayload)
+	case "big":
+		resp.Body = strings.Repeat("x", 1<<20)
+	case "error":
+		return resp, errors.New("function failed")
+	}
+	return resp, nil
+}
+
+// gateway serves every route's function with one probe, under timeout.
+func gateway(t *testing.T, timeout time.Duration, o cloud.GatewayOptions, log *slog.Logger) (*cloud.Gateway, *probe) {
+	t.Helper()
+	p := &probe{}
+	entries := map[string]*cloud.Entry{}
+	for _, fn := range routes.Functions() {
+		entries[fn] = cloud.NewEntry(fn, p.handle, timeout)
+	}
+	if log == nil {
+		log = logging.Discard()
+	}
+	gw, err := cloud.NewGateway(entries, log, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gw, p
+}
+
+func serve(gw http.Handler, r *http.Request) (int, string) {
+	w := httptest.NewRecorder()
+	gw.ServeHTTP(w, r)
+	return w.Code, w.Body.String()
+}
+
+func post(body io.Reader, header ...string) *http.Request {
+	r := httptest.NewRequest("POST", invokePath, body)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	return r
+}
+
+func TestGatewayFunctionTimeoutIs500(t *testing.T) {
+	gw, _ := gateway(t, 100*time.Millisecond, cloud.GatewayOptions{}, nil)
+	start := time.Now()
+	status, body := serve(gw, post(strings.NewReader("{}"), "X-Probe-Sleep", "3s"))
+	if status != 500 || body != `{"message":"Internal Server Error"}` {
+		t.Errorf("overrun: %d %s", status, body)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("answered after %v; the function's timeout is 100ms", d)
+	}
+}
+
+func TestGatewayIntegrationTimeoutIs503(t *testing.T) {
+	gw, _ := gateway(t, 5*time.Second, cloud.GatewayOptions{IntegrationTimeout: 100 * time.Millisecond}, nil)
+	status, body := serve(gw, post(strings.NewReader("{}"), "X-Probe-Sleep", "1s"))
+	if status != 503 || body != `{"message":"Service Unavailable"}` {
+		t.Errorf("integration timeout: %d %s", status, body)
+	}
+}
+
+func TestGatewayRefusesRouteFunctionsAbove30s(t *testing.T) {
+	entries := map[string]*cloud.Entry{}
+	for _, fn := range routes.Functions() {
+		entries[fn] = cloud.NewEntry(fn, (&probe{}).handle, 31*time.Second)
+	}
+	if _, err := cloud.NewGateway(entries, logging.Discard(), cloud.GatewayOptions{}); err == nil || !strings.Contains(err.Error(), "integration timeout") {
+		t.Errorf("31 s route function: err = %v", err)
+	}
+	delete(entries, routes.Functions()[0])
+	if _, err := cloud.NewGateway(entries, logging.Discard(), cloud.GatewayOptions{}); err == nil {
+		t.Error("a route function without an entry was accepted")
+	}
+}
+
+func TestGatewayFunctionErrorAndPanicAre500(t *testing.T) {
+	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{}, nil)
+	if status, body := serve(gw, post(strings.NewReader("{}"), "X-Probe-Answer", "error")); status != 500 || body != `{"message":"Internal Server Error"}` {
+		t.Errorf("function error: %d %s", status, body)
+	}
+}
+
+func TestGatewayBodyLimits(t *testing.T) {
+	gw, p := gateway(t, 20*time.Second, cloud.GatewayOptions{}, nil)
+	// 7 MB: above Lambda's 6 MB event limit, though within API Gateway's 10 MB.
+	for name, r := range map[string]*http.Request{
+		"7 MB":         post(bytes.NewReader(make([]byte, 7<<20)), "Content-Type", "application/json"),
+		"11 MB":        post(bytes.NewReader(make([]byte, 11<<20))),
+		"7 MB chunked": post(io.MultiReader(bytes.NewReader(make([]byte, 7<<20))), "Content-Type", "application/json"),
+		// 5 MB of binary is 6.7 MB once base64'd into the event.
+		"5 MB binary": post(bytes.NewReader(make([]byte, 5<<20)), "Content-Type", "application/octet-stream"),
+	} {
+		if name == "7 MB chunked" {
+			r.ContentLength = -1
+		}
+		if status, body := serve(gw, r); status != 413 || body != `{"message":"Request Entity Too Large"}` {
+			t.Errorf("%s: %d %s", name, status, body)
+		}
+	}
+	if n := p.calls.Load(); n != 0 {
+		t.Errorf("the function was called %d times for bodies it may not get", n)
+	}
+	if status, _ := serve(gw, post(bytes.NewReader(make([]byte, 4<<20)), "Content-Type", "application/octet-stream")); status != 200 {
+		t.Errorf("4 MB binary body: %d", status)
+	}
+}
+
+func TestGatewayResponseLimit(t *testing.T) {
+	gw, _ := gateway(t, 5*time.Second, cloud.GatewayOptions{}, nil)
+	if status, body := serve(gw, post(strings.NewReader("{}"), "X-Probe-Answer", "huge")); status != 500 || body != `{"message":"Internal Server Error"}` {
+		t.Errorf("6 MB response: %d %.80s", status, body)
+	}
+}
+
+func TestGatewayRequestLineAndHeadersLimit(t *testing.T) {
+	gw, p := gateway(t, time.Second, cloud.GatewayOptions{}, nil)
+	r := post(strings.NewReader("{}"), "X-Big", strings.Repeat("a", 10240))
+	if status, body := serve(gw, r); status != 431 || body != `{"message":"Request Header Fields Too Large"}` {
+		t.Errorf("10 KB header: %d %s", status, body)
+	}
+	if p.calls.Load() != 0 {
+		t.Error("function called")
+	}
+	if status, _ := serve(gw, post(strings.NewReader("{}"), "X-Big", strings.Repeat("a", 9000))); status != 200 {
+		t.Errorf("9 KB header: %d", status)
+	}
+}
+
+func TestGatewayBase64ByContentType(t *testing.T) {
+	gw, p := gateway(t, time.Second, cloud.GatewayOptions{}, nil)
+	for ctype, want := range map[string]bool{
+		"application/json": false, "application/json; charset=utf-8": false, "text/plain": false,
+		"application/problem+json": false, "application/xml": false,
+		"application/octet-stream": true, "application/x-www-form-urlencoded": true, "": true, "image/png": true,
+	} {
+		serve(gw, post(strings.NewReader(`{"a":1}`), "Content-Type", ctype))
+		e := p.last.Load()
+		body := e.Body
+		if e.IsBase64Encoded {
+			b, _ := base64.StdEncoding.DecodeString(body)
+			body = string(b)
+		}
+		if e.IsBase64Encoded != want || body != `{"a":1}` {
+			t.Errorf("%q: isBase64Encoded %v body %q, want %v", ctype, e.IsBase64Encoded, e.Body, want)
+		}
+	}
+}
+
+func TestGatewayForwardedHeaders(t *testing.T) {
+	gw, p := gateway(t, time.Second, cloud.GatewayOptions{}, nil)
+	r := post(strings.NewReader("{}"), "X-Forwarded-For", "203.0.113.7")
+	r.RemoteAddr = "192.0.2.1:4444"
+	serve(gw, r)
+	h := p.last.Load().Headers
+	if h["x-forwarded-for"] != "203.0.113.7, 192.0.2.1" || h["x-forwarded-proto"] != "https" || h["x-forwarded-port"] != "443" {
+		t.Errorf("headers %v", h)
+	}
+}
+
+// failingWriter is a client that hangs up once the status line is sent.
+type failingWriter struct {
+	*httptest.ResponseRecorder
+	headers int
+}
+
+func (f *failingWriter) WriteHeader(code int) { f.headers++; f.ResponseRecorder.WriteHeader(code) }
+func (f *failingWriter) Write([]byte) (int, error) {
+	return 0, errors.New("write tcp: broken pipe")
+}
+
+func TestGatewayClientGoneIsNotA500(t *testing.T) {
+	var buf bytes.Buffer
+	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{}, logging.New(&buf, logging.JSON, slog.LevelInfo))
+	w := &failingWriter{ResponseRecorder: httptest.NewRecorder()}
+	gw.ServeHTTP(w, post(strings.NewReader("{}"), "X-Probe-Answer", "big"))
+	if w.headers != 1 || w.Code != 200 {
+		t.Errorf("WriteHeader called %d times, status %d", w.headers, w.Code)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("want exactly one log line (the access line): %v\n%s", err, buf.String())
+	}
+	if rec["status"] != 200.0 || rec["client_gone"] != true {
+		t.Errorf("access line %v", rec)
+	}
+}
+
+// TestGatewayBodyBudget: bodies buffered at once are capped; a request that
+// cannot get its bytes in time is answered 503, and others go on once the
+// budget frees up.
+func TestGatewayBodyBudget(t *testing.T) {
+	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{BodyBudget: 64 << 10, BodyWait: 200 * time.Millisecond}, nil)
+	// A slow client has sent 48 KiB, so holds all 64 KiB of budget (its
+	// bytes are reserved 32 KiB at a time), and sends no more.
+	pr, pw := io.Pipe()
+	slowDone := make(chan int)
+	go func() {
+		r := post(pr, "Content-Type", "application/json")
+		r.ContentLength = -1
+		status, _ := serve(gw, r)
+		slowDone <- status
+	}()
+	if _, err := pw.Write(make([]byte, 48<<10)); err != nil {
+		t.Fatal(err)
+	}
+	// The gateway has read those bytes; the budget is spent.
+	time.Sleep(50 * time.Millisecond)
+	if status, body := serve(gw, post(strings.NewReader(`{"task":"ping"}`), "Content-Type", "application/json")); status != 503 || body != `{"message":"Service Unavailable"}` {
+		t.Errorf("request over the budget: %d %s", status, body)
+	}
+	pw.CloseWithError(errors.New("client gone"))
+	if status := <-slowDone; status != 400 {
+		t.Errorf("broken body: %d", status)
+	}
+	if status, _ := serve(gw, post(strings.NewReader(`{"task":"ping"}`), "Content-Type", "application/json")); status != 200 {
+		t.Errorf("after the budget freed up: %d", status)
+	}
+}
+
+func TestGatewayUnknownRoute(t *testing.T) {
+	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{}, nil)
+	if status, body := serve(gw, httptest.NewRequest("GET", "/no/such/route", nil)); status != 404 || body != `{"message":"Not Found"}` {
+		t.Errorf("unknown route: %d %s", status, body)
+	}
+}
