@@ -2,19 +2,14 @@ package dynamo_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
-	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/schema"
-	"github.com/a2awire/a2awire/shared/store/storetest"
 )
 
 // TestCreateTable checks the created table against schema.Default() and
@@ -70,60 +65,3 @@ func TestCreateTable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// TestItemShapes reads raw items to pin the key patterns and attribute
-// names documented in the package comment: other tools (the stream
-// dispatcher, an operator with the AWS console) read them as stored.
-func TestItemShapes(t *testing.T) {
-	ctx := context.Background()
-	client, table := dynamolocal.NewTable(t, local)
-	s := dynamo.New(client, table)
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	rec := store.IdemRecord{Scope: "agent", Key: "task", RequestHash: "h",
-		ExpiresAt: now.Add(24*time.Hour + 1), InProgressUntil: now.Add(time.Minute)}
-	storetest.MustClaim(t, s, rec, now)
-	storetest.MustComplete(t, s, "agent", "task", "h", 201, []byte("body"))
-	storetest.MustAppend(t, s, store.LedgerEntry{Account: "acct", EntryID: "e1", AmountCents: 5, Memo: "m", CreatedAt: now})
-
-	get := func(pk, sk string) map[string]types.AttributeValue {
-		t.Helper()
-		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}})
-		if err != nil || out.Item == nil {
-			t.Fatalf("item %s / %s: %v (found: %t)", pk, sk, err, out != nil && out.Item != nil)
-		}
-		return out.Item
-	}
-	want := func(item map[string]types.AttributeValue, attrs map[string]string) {
-		t.Helper()
-		for name, v := range attrs {
-			var got string
-			switch a := item[name].(type) {
-			case *types.AttributeValueMemberS:
-				got = a.Value
-			case *types.AttributeValueMemberN:
-				got = a.Value
-			case *types.AttributeValueMemberB:
-				got = string(a.Value)
-			}
-			if got != v {
-				t.Errorf("%s / %s: %s = %q, want %q", item["pk"], item["sk"], name, got, v)
-			}
-		}
-	}
-	ttl := now.Add(24 * time.Hour).Unix() // rounded up from +24h+1ns
-	want(get("IDEM#agent", "KEY#task"), map[string]string{
-		"type": "idem", "scope": "agent", "key": "task", "state": "completed", "requestHash": "h",
-		"status": "201", "body": "body", "expiresAt": itoa(ttl + 1),
-		"expiresAtNano": itoa(rec.ExpiresAt.UnixNano()), "inProgressUntilNano": itoa(rec.InProgressUntil.UnixNano()),
-	})
-	want(get("LEDGER#acct", "ACCOUNT"), map[string]string{"type": "ledger-account", "account": "acct", "entries": "1", "balanceCents": "5"})
-	entry := map[string]string{"account": "acct", "entryId": "e1", "sequence": "1", "amountCents": "5", "balanceCents": "5",
-		"memo": "m", "createdAtNano": itoa(now.UnixNano())}
-	entry["type"] = "ledger-entry"
-	want(get("LEDGER#acct", "SEQ#00000000000000000001"), entry)
-	entry["type"] = "ledger-entry-id"
-	want(get("LEDGER#acct", "ENTRYID#e1"), entry)
-}
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,481 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// LocalStreamsClient returns a DynamoDB Streams client for a local endpoint
+// (DynamoDB Local serves both APIs on one port), with the same fixed dummy
+// credentials and region as LocalClient.
+func LocalStreamsClient(endpoint string, optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
+	return dynamodbstreams.New(dynamodbstreams.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+	}, optFns...)
+}
+
+// StreamFeed is a store.Feed over a table's DynamoDB Stream: what Lambda's
+// event source mapping does, in-process, for the local harness with
+// -dynamodb-endpoint (and usable against AWS).
+//
+// It reads the stream's shards in order (a parent shard to its end before
+// its children, so the records of one key keep their commit order),
+// converts each record to the events.DynamoDBEventRecord Lambda would
+// deliver, and buffers them in memory. Each consumer has its own position in
+// that buffer: Read returns the records after it (the same ones again until
+// Commit), Commit advances it. Records every consumer seen so far has
+// committed are dropped; a consumer seen for the first time starts at the
+// oldest record still held, so consumers should make their first Read
+// before the first Commit of any other (the harness starts them together).
+// Positions live in memory: a restarted feed starts again at LATEST, as a
+// new event source mapping would.
+//
+// The stream is polled only while a Read waits, at most every poll
+// interval (200 ms by default; DynamoDB Streams allows 5 GetRecords per
+// second per shard, Lambda polls 4 times a second), and not while
+// 10,000 records wait unconsumed.
+type StreamFeed struct {
+	streams      *dynamodbstreams.Client
+	arn          string
+	pollEvery    time.Duration
+	refreshEvery time.Duration
+	maxBuffered  int
+
+	mu        sync.Mutex
+	log       []events.DynamoDBEventRecord // records from absolute index base on
+	base      int64
+	consumers map[string]int64 // absolute index of each consumer's next record
+	changed   chan struct{}    // closed and replaced when records arrive
+	lastPoll  time.Time
+
+	poller      chan struct{} // a token: one poll at a time
+	shards      map[string]*shard
+	order       []string // shard ids in the order found (parents before children)
+	lastRefresh time.Time
+	refresh     bool // a shard ended: look for its children
+}
+
+// shard is the read state of one stream shard (guarded by the poller token).
+type shard struct {
+	id, parent string
+	iter       *string // nil: acquire one
+	lastSeq    string  // the last record read, to resume after an expired iterator
+	start      types.ShardIteratorType
+	done       bool // read to its end, or before the feed's start
+}
+
+var _ store.Feed = (*StreamFeed)(nil)
+
+// FeedOption configures a StreamFeed.
+type FeedOption func(*feedConfig)
+
+type feedConfig struct {
+	trimHorizon  bool
+	pollEvery    time.Duration
+	refreshEvery time.Duration
+	maxBuffered  int
+}
+
+// FromTrimHorizon starts the feed at the oldest record the stream holds
+// (24 hours on AWS) instead of at LATEST.
+func FromTrimHorizon() FeedOption { return func(c *feedConfig) { c.trimHorizon = true } }
+
+// WithPollInterval sets the least time between two polls of the stream.
+func WithPollInterval(d time.Duration) FeedOption { return func(c *feedConfig) { c.pollEvery = d } }
+
+// NewStreamFeed opens the stream of table (found with DescribeTable on db)
+// and fixes its start: LATEST of every open shard, taken now, so every
+// change committed after NewStreamFeed returns is delivered (FromTrimHorizon
+// for the whole stream).
+func NewStreamFeed(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, opts ...FeedOption) (*StreamFeed, error) {
+	cfg := feedConfig{pollEvery: 200 * time.Millisecond, refreshEvery: 10 * time.Second, maxBuffered: 10000}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: stream of %s: %w", table, err)
+	}
+	if out.Table == nil || out.Table.LatestStreamArn == nil ||
+		out.Table.StreamSpecification == nil || !aws.ToBool(out.Table.StreamSpecification.StreamEnabled) {
+		return nil, fmt.Errorf("dynamo: table %s has no stream enabled", table)
+	}
+	f := &StreamFeed{
+		streams:      streams,
+		arn:          aws.ToString(out.Table.LatestStreamArn),
+		pollEvery:    cfg.pollEvery,
+		refreshEvery: cfg.refreshEvery,
+		maxBuffered:  cfg.maxBuffered,
+		consumers:    map[string]int64{},
+		changed:      make(chan struct{}),
+		poller:       make(chan struct{}, 1),
+		shards:       map[string]*shard{},
+	}
+	start := types.ShardIteratorTypeLatest
+	if cfg.trimHorizon {
+		start = types.ShardIteratorTypeTrimHorizon
+	}
+	if err := f.listShards(ctx, start, true); err != nil {
+		return nil, err
+	}
+	f.lastRefresh = time.Now()
+	return f, nil
+}
+
+// ARN is the stream's ARN (the records' eventSourceARN).
+func (f *StreamFeed) ARN() string { return f.arn }
+
+// listShards adds shards not known yet. At construction (initial) shards
+// start at start, and with LATEST a closed shard holds only older records
+// and is skipped; LATEST iterators are taken at once so that the start is
+// now, not the first poll. Shards found later are new, read from their
+// beginning.
+func (f *StreamFeed) listShards(ctx context.Context, start types.ShardIteratorType, initial bool) error {
+	var from *string
+	for {
+		out, err := f.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{
+			StreamArn: aws.String(f.arn), ExclusiveStartShardId: from,
+		})
+		if err != nil {
+			return fmt.Errorf("dynamo: describe stream %s: %w", f.arn, err)
+		}
+		d := out.StreamDescription
+		if d == nil {
+			return fmt.Errorf("dynamo: describe stream %s: no description", f.arn)
+		}
+		for _, s := range d.Shards {
+			id := aws.ToString(s.ShardId)
+			if _, ok := f.shards[id]; ok || id == "" {
+				continue
+			}
+			sh := &shard{id: id, parent: aws.ToString(s.ParentShardId), start: types.ShardIteratorTypeTrimHorizon}
+			if initial {
+				sh.start = start
+				closed := s.SequenceNumberRange != nil && s.SequenceNumberRange.EndingSequenceNumber != nil
+				if start == types.ShardIteratorTypeLatest {
+					if closed {
+						sh.done = true
+					} else if err := f.acquire(ctx, sh); err != nil {
+						return err
+					}
+				}
+			}
+			f.shards[id] = sh
+			f.order = append(f.order, id)
+		}
+		if d.LastEvaluatedShardId == nil {
+			return nil
+		}
+		from = d.LastEvaluatedShardId
+	}
+}
+
+// acquire gets a shard iterator: after the last record read, or at the
+// shard's start.
+func (f *StreamFeed) acquire(ctx context.Context, sh *shard) error {
+	in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(f.arn), ShardId: aws.String(sh.id), ShardIteratorType: sh.start}
+	if sh.lastSeq != "" {
+		in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(sh.lastSeq)
+	}
+	out, err := f.streams.GetShardIterator(ctx, in)
+	if err != nil {
+		return fmt.Errorf("dynamo: shard iterator of %s: %w", sh.id, err)
+	}
+	sh.iter = out.ShardIterator
+	if sh.iter == nil {
+		sh.done = true
+	}
+	return nil
+}
+
+// Read returns up to max records after consumer's committed position,
+// polling the stream while there are none, until ctx ends.
+func (f *StreamFeed) Read(ctx context.Context, consumer string, max int) ([]events.DynamoDBEventRecord, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("dynamo: feed read of %d records: %w", max, store.ErrInvalid)
+	}
+	for {
+		f.mu.Lock()
+		pos, ok := f.consumers[consumer]
+		if !ok {
+			pos = f.base
+			f.consumers[consumer] = pos
+		}
+		if i := int(pos - f.base); i < len(f.log) {
+			recs := append([]events.DynamoDBEventRecord(nil), f.log[i:min(len(f.log), i+max)]...)
+			f.mu.Unlock()
+			return recs, nil
+		}
+		changed, wait := f.changed, time.Until(f.lastPoll.Add(f.pollEvery))
+		f.mu.Unlock()
+
+		if wait <= 0 {
+			if err := f.poll(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Commit marks consumer's records up to and including seq as consumed. A
+// seq the consumer has already passed is a no-op; one the feed never
+// delivered to it is an error wrapping store.ErrInvalid.
+func (f *StreamFeed) Commit(_ context.Context, consumer, seq string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pos, ok := f.consumers[consumer]
+	if !ok {
+		pos = f.base
+		f.consumers[consumer] = pos
+	}
+	for i := len(f.log) - 1; i >= 0; i-- {
+		if f.log[i].Change.SequenceNumber != seq {
+			continue
+		}
+		if next := f.base + int64(i) + 1; next > pos {
+			f.consumers[consumer] = next
+			f.trim()
+		}
+		return nil
+	}
+	return fmt.Errorf("dynamo: feed commit of %q by %s: no such record: %w", seq, consumer, store.ErrInvalid)
+}
+
+// trim drops the records every known consumer has committed.
+func (f *StreamFeed) trim() {
+	low := f.base + int64(len(f.log))
+	for _, p := range f.consumers {
+		low = min(low, p)
+	}
+	if n := int(low - f.base); n > 0 {
+		f.log = append([]events.DynamoDBEventRecord(nil), f.log[n:]...)
+		f.base = low
+	}
+}
+
+// poll reads every readable shard once and appends what it finds. Only one
+// poll runs at a time; a caller that finds another polling (or a poll that
+// just ran) returns and waits for the result instead.
+func (f *StreamFeed) poll(ctx context.Context) error {
+	select {
+	case f.poller <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-f.poller }()
+	f.mu.Lock()
+	recent := time.Since(f.lastPoll) < f.pollEvery
+	full := len(f.log) >= f.maxBuffered
+	f.mu.Unlock()
+	if recent {
+		return nil
+	}
+	var found []events.DynamoDBEventRecord
+	var err error
+	if !full {
+		found, err = f.readShards(ctx)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(found) == 0 || full {
+		// Nothing new (or no room): wait a poll interval. After records,
+		// poll again at once: a shard may hold more.
+		f.lastPoll = time.Now()
+	}
+	if len(found) > 0 {
+		f.log = append(f.log, found...)
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
+	return err
+}
+
+// readShards makes one GetRecords per readable shard. Errors that a later
+// poll may not meet (throttling, an expired iterator) are absorbed; the
+// records read before an error are kept.
+func (f *StreamFeed) readShards(ctx context.Context) ([]events.DynamoDBEventRecord, error) {
+	if f.refresh || time.Since(f.lastRefresh) >= f.refreshEvery {
+		if err := f.listShards(ctx, types.ShardIteratorTypeTrimHorizon, false); err != nil {
+			return nil, err
+		}
+		f.refresh, f.lastRefresh = false, time.Now()
+	}
+	var found []events.DynamoDBEventRecord
+	for _, id := range f.order {
+		sh := f.shards[id]
+		if sh.done {
+			continue
+		}
+		if p, ok := f.shards[sh.parent]; ok && !p.done {
+			continue // the parent's records come first
+		}
+		recs, err := f.readShard(ctx, sh)
+		found = append(found, recs...)
+		if err != nil {
+			return found, err
+		}
+	}
+	return found, nil
+}
+
+func (f *StreamFeed) readShard(ctx context.Context, sh *shard) ([]events.DynamoDBEventRecord, error) {
+	for try := 0; ; try++ {
+		if sh.iter == nil {
+			if err := f.acquire(ctx, sh); err != nil {
+				return nil, err
+			}
+			if sh.done {
+				f.refresh = true
+				return nil, nil
+			}
+		}
+		out, err := f.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: sh.iter, Limit: aws.Int32(1000)})
+		var expired *types.ExpiredIteratorException
+		var limited *types.LimitExceededException
+		switch {
+		case errors.As(err, &expired) && try == 0:
+			// Iterators live 15 minutes; resume after the last record.
+			sh.iter = nil
+			continue
+		case errors.As(err, &limited):
+			return nil, nil // over 5 reads a second: the next poll reads it
+		case err != nil:
+			return nil, fmt.Errorf("dynamo: read stream shard %s: %w", sh.id, err)
+		}
+		recs := make([]events.DynamoDBEventRecord, 0, len(out.Records))
+		for _, r := range out.Records {
+			rec, err := f.convert(r)
+			if err != nil {
+				return recs, fmt.Errorf("dynamo: read stream shard %s: %w", sh.id, err)
+			}
+			recs = append(recs, rec)
+			sh.lastSeq = rec.Change.SequenceNumber
+		}
+		sh.iter = out.NextShardIterator
+		if sh.iter == nil {
+			sh.done, f.refresh = true, true // closed: its children follow
+		}
+		return recs, nil
+	}
+}
+
+// convert turns an SDK stream record into the record Lambda delivers.
+func (f *StreamFeed) convert(r types.Record) (events.DynamoDBEventRecord, error) {
+	rec := events.DynamoDBEventRecord{
+		AWSRegion:      aws.ToString(r.AwsRegion),
+		EventID:        aws.ToString(r.EventID),
+		EventName:      string(r.EventName),
+		EventSource:    aws.ToString(r.EventSource),
+		EventVersion:   aws.ToString(r.EventVersion),
+		EventSourceArn: f.arn,
+	}
+	if r.UserIdentity != nil {
+		rec.UserIdentity = &events.DynamoDBUserIdentity{Type: aws.ToString(r.UserIdentity.Type), PrincipalID: aws.ToString(r.UserIdentity.PrincipalId)}
+	}
+	d := r.Dynamodb
+	if d == nil {
+		return rec, fmt.Errorf("record %s has no dynamodb field", rec.EventID)
+	}
+	var err error
+	image := func(m map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {
+		it, cerr := streamItem(m)
+		if cerr != nil && err == nil {
+			err = cerr
+		}
+		return store.StreamImage(it)
+	}
+	rec.Change = events.DynamoDBStreamRecord{
+		Keys:           image(d.Keys),
+		NewImage:       image(d.NewImage),
+		OldImage:       image(d.OldImage),
+		SequenceNumber: aws.ToString(d.SequenceNumber),
+		SizeBytes:      aws.ToInt64(d.SizeBytes),
+		StreamViewType: string(d.StreamViewType),
+	}
+	if d.ApproximateCreationDateTime != nil {
+		rec.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: *d.ApproximateCreationDateTime}
+	}
+	return rec, err
+}
+
+// streamItem converts a stream image to an item (nil stays nil).
+func streamItem(m map[string]types.AttributeValue) (store.Item, error) {
+	if m == nil {
+		return nil, nil
+	}
+	out := make(store.Item, len(m))
+	for k, v := range m {
+		x, err := streamValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %s: %w", k, err)
+		}
+		out[k] = x
+	}
+	return out, nil
+}
+
+func streamValue(v types.AttributeValue) (ddbtypes.AttributeValue, error) {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return &ddbtypes.AttributeValueMemberS{Value: v.Value}, nil
+	case *types.AttributeValueMemberN:
+		return &ddbtypes.AttributeValueMemberN{Value: v.Value}, nil
+	case *types.AttributeValueMemberB:
+		return &ddbtypes.AttributeValueMemberB{Value: v.Value}, nil
+	case *types.AttributeValueMemberBOOL:
+		return &ddbtypes.AttributeValueMemberBOOL{Value: v.Value}, nil
+	case *types.AttributeValueMemberNULL:
+		return &ddbtypes.AttributeValueMemberNULL{Value: v.Value}, nil
+	case *types.AttributeValueMemberSS:
+		return &ddbtypes.AttributeValueMemberSS{Value: v.Value}, nil
+	case *types.AttributeValueMemberNS:
+		return &ddbtypes.AttributeValueMemberNS{Value: v.Value}, nil
+	case *types.AttributeValueMemberBS:
+		return &ddbtypes.AttributeValueMemberBS{Value: v.Value}, nil
+	case *types.AttributeValueMemberL:
+		l := make([]ddbtypes.AttributeValue, len(v.Value))
+		for i, x := range v.Value {
+			y, err := streamValue(x)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = y
+		}
+		return &ddbtypes.AttributeValueMemberL{Value: l}, nil
+	case *types.AttributeValueMemberM:
+		m, err := streamItem(v.Value)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			m = store.Item{}
+		}
+		return &ddbtypes.AttributeValueMemberM{Value: m}, nil
+	}
+	return nil, fmt.Errorf("stream attribute value %T: %w", v, store.ErrInvalid)
+}
