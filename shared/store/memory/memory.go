@@ -1,196 +1,376 @@
-// Package memory is the in-process store adapter: the default of the local
-// harness and the fastest adapter for tests.
+// Package memory is the in-process engine of the item API: the default of
+// the local harness and the fastest engine for tests.
 //
-// One mutex guards everything; every operation is a few map lookups, so
-// contention is not a concern at the scale of a local run. Values are copied
-// in and out (byte slices included), so a caller mutating a slice it passed
-// or received never changes what the store holds. It passes the same
-// conformance suite (storetest) as the bolt and DynamoDB adapters.
+// Each partition of the table is kept sorted by sk, and each partition of
+// gsi1 by (gsi1sk, pk, sk), so a Query is a binary search and a walk. gsi1 is
+// sparse: only items carrying both gsi1pk and gsi1sk are in it. One
+// read-write lock serializes writes, which makes each Write atomic; items are
+// copied in and out, so a caller never shares memory with the store.
+//
+// Every committed change is also appended to the engine's change feed
+// (store.Feed); records are dropped once every consumer has committed them,
+// and after 24 hours regardless, as DynamoDB Streams does. A background
+// sweeper deletes items past their expiresAt, as DynamoDB's TTL does, so
+// memory stays bounded by live data. The semantics shared with the bolt
+// engine (conditions, updates, paging, records) live in
+// shared/store/internal/embedded.
 package memory
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/a2awire/a2awire/shared/store"
-	"github.com/a2awire/a2awire/shared/store/internal/check"
+	"github.com/a2awire/a2awire/shared/store/internal/embedded"
 )
 
-// Store holds everything in maps guarded by one mutex. The zero value is not
-// usable; call New.
+// Option configures a Store.
+type Option func(*config)
+
+type config struct {
+	table      string
+	now        func() time.Time
+	sweepEvery time.Duration
+	secret     []byte
+}
+
+// WithTable names the table in the change records' eventSourceARN (default
+// "a2awire").
+func WithTable(name string) Option { return func(c *config) { c.table = name } }
+
+// WithClock replaces time.Now for TTL expiry and feed retention.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithSweepInterval sets how often expired items are deleted (default one
+// minute); d <= 0 turns the background sweeper off (Sweep still works).
+func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweepEvery = d } }
+
+// WithCursorSecret keys query cursors (see store.NewCursors).
+func WithCursorSecret(secret []byte) Option { return func(c *config) { c.secret = secret } }
+
+// Store is the in-memory engine. It implements store.Store and store.Feed
+// and is safe for concurrent use. The zero value is not usable; call New.
 type Store struct {
-	mu     sync.Mutex
-	idem   map[idemKey]store.IdemRecord
-	ledger map[string]*account
-	claims int // counts claims between sweeps of expired records
+	cursors store.Cursors
+	arn     string
+	now     func() time.Time
+
+	mu       sync.RWMutex
+	table    map[string]*partition // pk → items by sk
+	index    map[string]*partition // gsi1pk → items by (gsi1sk, pk, sk)
+	expiring map[store.Key]int64   // items with an expiresAt → its whole seconds
+
+	feedMu    sync.Mutex // taken under mu by writers, alone by readers
+	seq       uint64     // last sequence number issued
+	log       []logEntry // retained records, oldest first
+	consumers map[string]uint64
+	notify    embedded.Notifier
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	swept     sync.WaitGroup
 }
 
-// sweepEvery is how many claims pass between sweeps of expired idempotency
-// records: DynamoDB's TTL does this in the cloud; here a long local run would
-// otherwise keep every record forever.
-const sweepEvery = 1024
-
-type idemKey struct{ scope, key string }
-
-// account is one ledger: its entries in sequence order (entries[i] has
-// Sequence i+1) and an index from entry id to position.
-type account struct {
-	entries []store.LedgerEntry
-	byID    map[string]int
-	balance int64
+// logEntry is one retained change; its record is built when read, from
+// copies, so a consumer cannot reach the stored items.
+type logEntry struct {
+	seq    uint64
+	at     time.Time
+	change embedded.Change
+	byTTL  bool
 }
 
-// New returns an empty store.
-func New() *Store {
-	return &Store{
-		idem:   make(map[idemKey]store.IdemRecord),
-		ledger: make(map[string]*account),
+var (
+	_ store.Store = (*Store)(nil)
+	_ store.Feed  = (*Store)(nil)
+)
+
+// New returns an empty store whose sweeper runs until Close.
+func New(opts ...Option) *Store {
+	c := config{table: embedded.DefaultTable, now: time.Now, sweepEvery: embedded.DefaultSweepInterval}
+	for _, o := range opts {
+		o(&c)
 	}
+	s := &Store{
+		cursors:   store.NewCursors(c.secret),
+		arn:       embedded.StreamARN(c.table),
+		now:       c.now,
+		table:     map[string]*partition{},
+		index:     map[string]*partition{},
+		expiring:  map[store.Key]int64{},
+		consumers: map[string]uint64{},
+		closed:    make(chan struct{}),
+	}
+	if c.sweepEvery > 0 {
+		s.swept.Add(1)
+		go s.sweepLoop(c.sweepEvery)
+	}
+	return s
 }
 
-// Close releases nothing; it exists so that Store satisfies the same
-// interface as the adapters that hold files or connections.
-func (s *Store) Close() error { return nil }
-
-// GetIdem returns the live record for (scope, key), or ErrNotFound when there
-// is none or it is no longer live at now.
-func (s *Store) GetIdem(_ context.Context, scope, key string, now time.Time) (store.IdemRecord, error) {
-	if err := check.IdemKey(scope, key); err != nil {
-		return store.IdemRecord{}, fmt.Errorf("memory: get idempotency: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, ok := s.idem[idemKey{scope, key}]
-	if !ok || !rec.Live(now) {
-		return store.IdemRecord{}, fmt.Errorf("memory: get idempotency: %w", store.ErrNotFound)
-	}
-	return copyIdem(rec), nil
+// Close stops the sweeper and wakes blocked feed readers. The data stays
+// readable; Close exists so that every engine has the same life cycle.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	s.swept.Wait()
+	return nil
 }
 
-// ClaimIdem creates rec in progress unless a live record holds (scope, key),
-// in which case it returns that record and ErrExists.
-func (s *Store) ClaimIdem(_ context.Context, rec store.IdemRecord, now time.Time) (store.IdemRecord, error) {
-	rec, err := check.Claim(rec, now)
+// Get returns a copy of the item at k.
+func (s *Store) Get(_ context.Context, k store.Key) (store.Item, error) {
+	if err := store.ValidateKey(k); err != nil {
+		return nil, fmt.Errorf("memory: get %s: %w", k, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	it := s.get(k)
+	if it == nil {
+		return nil, fmt.Errorf("memory: get %s: %w", k, store.ErrNotFound)
+	}
+	return it.Clone(), nil
+}
+
+// get returns the stored item at k (not a copy), or nil. Callers hold mu.
+func (s *Store) get(k store.Key) store.Item {
+	p := s.table[k.PK]
+	if p == nil {
+		return nil
+	}
+	return p.get(embedded.TableOrder(k.SK))
+}
+
+// Query reads one page of a partition of the table or of gsi1.
+func (s *Store) Query(_ context.Context, q store.Query) (store.Page, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	page, err := embedded.Query(q, s.cursors, s.scan)
 	if err != nil {
-		return store.IdemRecord{}, fmt.Errorf("memory: claim idempotency: %w", err)
+		return store.Page{}, fmt.Errorf("memory: query: %w", err)
 	}
-	k := idemKey{rec.Scope, rec.Key}
+	return page, nil
+}
+
+func (s *Store) scan(index, pk string, b embedded.Bounds, backward bool, fn func(store.Item) bool) error {
+	parts := s.table
+	if index == store.IndexGSI1 {
+		parts = s.index
+	}
+	if p := parts[pk]; p != nil {
+		p.scan(b, backward, func(it store.Item) bool { return fn(it.Clone()) })
+	}
+	return nil
+}
+
+// Write applies actions atomically (see store.Store).
+func (s *Store) Write(_ context.Context, actions ...store.Action) ([]store.Item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.idem[k]; ok && old.Live(now) {
-		return copyIdem(old), fmt.Errorf("memory: claim idempotency: %w", store.ErrExists)
+	results, changes, err := embedded.Plan(actions, func(k store.Key) (store.Item, error) { return s.get(k), nil })
+	if err != nil {
+		return nil, fmt.Errorf("memory: write: %w", err)
 	}
-	s.idem[k] = copyIdem(rec)
-	if s.claims++; s.claims%sweepEvery == 0 {
-		for k, r := range s.idem {
-			if !now.Before(r.ExpiresAt) {
-				delete(s.idem, k)
+	s.apply(changes, false)
+	return results, nil
+}
+
+// apply stores changes and appends their records. Callers hold mu.
+func (s *Store) apply(changes []embedded.Change, byTTL bool) {
+	now := s.now()
+	s.feedMu.Lock()
+	defer s.feedMu.Unlock()
+	appended := false
+	for _, c := range changes {
+		if !embedded.Changed(c) {
+			continue
+		}
+		if c.Old != nil {
+			s.unlink(c.Key, c.Old)
+		}
+		if c.New != nil {
+			s.link(c.Key, c.New)
+		}
+		s.seq++
+		s.log = append(s.log, logEntry{seq: s.seq, at: now, change: c, byTTL: byTTL})
+		appended = true
+	}
+	if appended {
+		s.trim(now)
+		s.notify.Notify()
+	}
+}
+
+// link stores it in the table, in gsi1 when it carries both index keys, and
+// in the expiry map when it has an expiresAt.
+func (s *Store) link(k store.Key, it store.Item) {
+	p := s.table[k.PK]
+	if p == nil {
+		p = &partition{}
+		s.table[k.PK] = p
+	}
+	p.put(embedded.TableOrder(k.SK), it)
+	if ipk, isk, ok := embedded.IndexKeys(it); ok {
+		ip := s.index[ipk]
+		if ip == nil {
+			ip = &partition{}
+			s.index[ipk] = ip
+		}
+		ip.put(embedded.IndexOrder(isk, k.PK, k.SK), it)
+	}
+	if at, ok := embedded.Expiry(it); ok {
+		s.expiring[k] = at
+	}
+}
+
+// unlink removes the stored item old from everywhere link put it.
+func (s *Store) unlink(k store.Key, old store.Item) {
+	if p := s.table[k.PK]; p != nil {
+		if p.delete(embedded.TableOrder(k.SK)); p.len() == 0 {
+			delete(s.table, k.PK)
+		}
+	}
+	if ipk, isk, ok := embedded.IndexKeys(old); ok {
+		if ip := s.index[ipk]; ip != nil {
+			if ip.delete(embedded.IndexOrder(isk, k.PK, k.SK)); ip.len() == 0 {
+				delete(s.index, ipk)
 			}
 		}
 	}
-	return copyIdem(rec), nil
+	delete(s.expiring, k)
 }
 
-// CompleteIdem stores the response of an in-progress record still held under
-// requestHash; ErrNotFound when it is absent, completed or taken over.
-func (s *Store) CompleteIdem(_ context.Context, scope, key, requestHash string, status int, body []byte) error {
-	if err := check.IdemKey(scope, key); err != nil {
-		return fmt.Errorf("memory: complete idempotency: %w", err)
-	}
-	if err := check.Body(body); err != nil {
-		return fmt.Errorf("memory: complete idempotency: %w", err)
-	}
-	k := idemKey{scope, key}
+// Sweep deletes every item whose expiresAt is before now, as DynamoDB's TTL
+// does, each with a REMOVE record attributed to the TTL service. It returns
+// how many it deleted (the error is always nil; bolt's Sweep can fail). The
+// background sweeper calls it; tests may too.
+func (s *Store) Sweep() (int, error) {
+	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.idem[k]
-	if !ok || rec.State != store.IdemInProgress || rec.RequestHash != requestHash {
-		return fmt.Errorf("memory: complete idempotency: %w", store.ErrNotFound)
+	var changes []embedded.Change
+	for k, at := range s.expiring {
+		if at > now.Unix() {
+			continue
+		}
+		if it := s.get(k); it != nil && embedded.Expired(it, now) {
+			changes = append(changes, embedded.Change{Key: k, Old: it})
+		}
 	}
-	rec.State = store.IdemCompleted
-	rec.Status = status
-	rec.Body = bytes.Clone(body)
-	s.idem[k] = rec
-	return nil
+	// Map order is random; a stable order keeps the feed reproducible.
+	sort.Slice(changes, func(i, j int) bool {
+		a, b := changes[i].Key, changes[j].Key
+		return a.PK < b.PK || a.PK == b.PK && a.SK < b.SK
+	})
+	s.apply(changes, true)
+	s.feedMu.Lock()
+	s.trim(now)
+	s.feedMu.Unlock()
+	return len(changes), nil
 }
 
-// DeleteIdem removes the record if it is still held under requestHash; a
-// missing or re-claimed record is left alone and is not an error.
-func (s *Store) DeleteIdem(_ context.Context, scope, key, requestHash string) error {
-	if err := check.IdemKey(scope, key); err != nil {
-		return fmt.Errorf("memory: delete idempotency: %w", err)
+func (s *Store) sweepLoop(every time.Duration) {
+	defer s.swept.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case <-t.C:
+			_, _ = s.Sweep()
+		}
 	}
-	k := idemKey{scope, key}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rec, ok := s.idem[k]; ok && rec.RequestHash == requestHash {
-		delete(s.idem, k)
-	}
-	return nil
 }
 
-// AppendLedger appends e to its account with the next sequence and the new
-// balance. An EntryID already in the account returns the stored entry and
-// ErrExists and changes nothing.
-func (s *Store) AppendLedger(_ context.Context, e store.LedgerEntry) (store.LedgerEntry, error) {
-	e, err := check.Entry(e)
+// Read returns up to max records after consumer's committed position,
+// waiting for one if there is none (see store.Feed).
+func (s *Store) Read(ctx context.Context, consumer string, max int) ([]events.DynamoDBEventRecord, error) {
+	if err := embedded.ReadArgs(consumer, max); err != nil {
+		return nil, fmt.Errorf("memory: feed read: %w", err)
+	}
+	recs, err := embedded.WaitRead(ctx, &s.notify, s.closed, func() ([]events.DynamoDBEventRecord, error) {
+		s.feedMu.Lock()
+		defer s.feedMu.Unlock()
+		after := s.position(consumer)
+		i := sort.Search(len(s.log), func(i int) bool { return s.log[i].seq > after })
+		var recs []events.DynamoDBEventRecord
+		for ; i < len(s.log) && len(recs) < max; i++ {
+			e := s.log[i]
+			c := embedded.Change{Key: e.change.Key, Old: e.change.Old.Clone(), New: e.change.New.Clone()}
+			if rec, ok := embedded.Record(s.arn, e.seq, e.at.Unix(), c, e.byTTL); ok {
+				recs = append(recs, rec)
+			}
+		}
+		return recs, nil
+	})
 	if err != nil {
-		return store.LedgerEntry{}, fmt.Errorf("memory: append ledger: %w", err)
+		return nil, fmt.Errorf("memory: feed read: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.ledger[e.Account]
-	if !ok {
-		a = &account{byID: make(map[string]int)}
-		s.ledger[e.Account] = a
-	}
-	if i, ok := a.byID[e.EntryID]; ok {
-		return a.entries[i], fmt.Errorf("memory: append ledger: entry %q: %w", e.EntryID, store.ErrExists)
-	}
-	a.balance += e.AmountCents
-	e.Sequence = int64(len(a.entries)) + 1
-	e.BalanceCents = a.balance
-	a.byID[e.EntryID] = len(a.entries)
-	a.entries = append(a.entries, e)
-	return e, nil
+	return recs, nil
 }
 
-// LedgerBalance returns the account's balance and entry count; ErrNotFound
-// when it has no entries.
-func (s *Store) LedgerBalance(_ context.Context, acct string) (store.Balance, error) {
-	if err := check.ID("account", acct); err != nil {
-		return store.Balance{}, fmt.Errorf("memory: ledger balance: %w", err)
+// Commit marks consumer's records up to seq as consumed. Committing a
+// position at or before the current one changes nothing.
+func (s *Store) Commit(_ context.Context, consumer, seq string) error {
+	n, err := embedded.CommitArgs(consumer, seq)
+	if err != nil {
+		return fmt.Errorf("memory: feed commit: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.ledger[acct]
-	if !ok {
-		return store.Balance{}, fmt.Errorf("memory: ledger balance: %w", store.ErrNotFound)
+	s.feedMu.Lock()
+	defer s.feedMu.Unlock()
+	if n > s.seq {
+		return fmt.Errorf("memory: feed commit: sequence %s was never issued: %w", seq, store.ErrInvalid)
 	}
-	return store.Balance{Account: acct, BalanceCents: a.balance, Entries: int64(len(a.entries))}, nil
+	if n > s.position(consumer) {
+		s.consumers[consumer] = n
+	}
+	s.trim(s.now())
+	return nil
 }
 
-// ListLedger returns the account's entries in sequence order; an empty,
-// non-nil slice when there are none.
-func (s *Store) ListLedger(_ context.Context, acct string) ([]store.LedgerEntry, error) {
-	if err := check.ID("account", acct); err != nil {
-		return nil, fmt.Errorf("memory: list ledger: %w", err)
+// position returns consumer's committed sequence, registering a new
+// consumer just before the oldest retained record. Callers hold feedMu.
+func (s *Store) position(consumer string) uint64 {
+	if n, ok := s.consumers[consumer]; ok {
+		return n
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.ledger[acct]
-	if !ok {
-		return []store.LedgerEntry{}, nil
+	n := s.seq
+	if len(s.log) > 0 {
+		n = s.log[0].seq - 1
 	}
-	// LedgerEntry holds no slices, so copying the array copies the values.
-	return append([]store.LedgerEntry{}, a.entries...), nil
+	s.consumers[consumer] = n
+	return n
 }
 
-// copyIdem returns rec with its own copy of Body.
-func copyIdem(rec store.IdemRecord) store.IdemRecord {
-	rec.Body = bytes.Clone(rec.Body)
-	return rec
+// trim drops records every consumer has committed (none while no consumer
+// has subscribed) and records older than the retention. Callers hold feedMu.
+func (s *Store) trim(now time.Time) {
+	var upTo uint64
+	if len(s.consumers) > 0 {
+		upTo = ^uint64(0)
+		for _, n := range s.consumers {
+			upTo = min(upTo, n)
+		}
+	}
+	cutoff := now.Add(-embedded.Retention)
+	i := 0
+	for i < len(s.log) && (s.log[i].seq <= upTo || s.log[i].at.Before(cutoff)) {
+		i++
+	}
+	if i > 0 {
+		clear(s.log[:i]) // release the items for the garbage collector
+		s.log = s.log[i:]
+	}
+}
+
+// Retained returns how many change records the feed holds, for tests of its
+// bound (the error is always nil, as in bolt's it is not).
+func (s *Store) Retained() (int, error) {
+	s.feedMu.Lock()
+	defer s.feedMu.Unlock()
+	return len(s.log), nil
 }
