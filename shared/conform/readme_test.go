@@ -1,0 +1,357 @@
+package conform_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The README's "Build your first provider" must work when pasted into an
+// empty folder, and nothing but a test keeps prose from rotting. So this test
+// reads the README's own text and does what a reader does: every code fence
+// preceded by a marker line
+//
+//	<!-- readme-test: sh -->       commands, run in order
+//	<!-- readme-test: main.go -->  a file, written into the current folder
+//
+// is acted on in document order, in a temporary folder beside a symlink
+// named a2awire that points at this checkout (the README tells the reader to
+// start next to the clone). The only liberty taken is the port: the
+// README's 127.0.0.1:9000 becomes a free loopback port. `go run .` is run as
+// `go build` plus starting the binary, so that the test can stop it; the
+// awn in `…/awn conform …` is this checkout's cmd/awn.
+const readmeMarker = "<!-- readme-test: "
+
+// readmeAddr is the address the README's providers listen on.
+const readmeAddr = "127.0.0.1:9000"
+
+func TestREADMEFirstProvider(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, filepath.Join(root, "README.md"))
+
+	tmp := t.TempDir()
+	if err := os.Symlink(root, filepath.Join(tmp, "a2awire")); err != nil {
+		t.Fatal(err)
+	}
+	r := &reader{
+		t:    t,
+		ctx:  ctx,
+		dir:  tmp,
+		tmp:  tmp,
+		addr: freeAddr(t),
+		// The reader's environment: the module proxy and checksum database
+		// configured (go mod tidy downloads the test dependencies of the
+		// packages it imports, e.g. bbolt's, once). Only a go.work around
+		// the checkout must not leak in.
+		env: append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local"),
+	}
+	r.awn = filepath.Join(tmp, "awn-bin")
+	r.goCmd(root, "build", "-o", r.awn, "github.com/a2awire/a2awire/cmd/awn")
+
+	for _, b := range blocks {
+		switch {
+		case b.role == "sh":
+			r.commands(b)
+		case strings.HasSuffix(b.role, ".go"):
+			r.writeGo(b)
+		default:
+			t.Fatalf("README line %d: unknown readme-test role %q (want sh or <file>.go)", b.line, b.role)
+		}
+	}
+	r.stop()
+
+	// Without these, deleting the markers would make the test pass by
+	// doing nothing.
+	if r.files < 2 || len(r.conforms) < 2 {
+		t.Fatalf("README: %d Go files and %d awn conform runs found; want the stateless and the stateful provider, each checked",
+			r.files, len(r.conforms))
+	}
+	if !strings.Contains(r.conforms[len(r.conforms)-1], "--stateful") {
+		t.Fatalf("README: the last awn conform run (%s) does not check the stateful provider with --stateful", r.conforms[len(r.conforms)-1])
+	}
+}
+
+// block is one marked code fence of the README.
+type block struct {
+	role string // "sh" or a file name
+	line int    // of the first line of code
+	text string
+}
+
+// readmeBlocks returns the marked fences in document order.
+func readmeBlocks(t *testing.T, path string) []block {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	var blocks []block
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(l, readmeMarker) {
+			continue
+		}
+		role := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(l, readmeMarker), "-->"))
+		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
+			t.Fatalf("README line %d: %s is not followed by a code fence", i+1, l)
+		}
+		b := block{role: role, line: i + 3}
+		j := i + 2
+		for ; j < len(lines) && !strings.HasPrefix(lines[j], "```"); j++ {
+			b.text += lines[j] + "\n"
+		}
+		if j == len(lines) {
+			t.Fatalf("README line %d: the fence after %s is never closed", i+2, l)
+		}
+		blocks = append(blocks, b)
+		i = j
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("%s has no %s…--> markers: the first-provider example is untested", path, readmeMarker)
+	}
+	return blocks
+}
+
+// reader plays the README's reader.
+type reader struct {
+	t        *testing.T
+	ctx      context.Context
+	env      []string
+	tmp      string // holds the a2awire symlink and the reader's folders
+	dir      string // the reader's current folder
+	addr     string // replaces readmeAddr
+	awn      string
+	files    int
+	conforms []string
+	server   *exec.Cmd
+	exited   chan error
+	builds   int
+}
+
+var mkdirCD = regexp.MustCompile(`^mkdir ([\w.-]+) && cd ([\w.-]+)$`)
+
+// commands runs a sh block line by line. Only the commands the README may
+// tell a reader to type are understood; anything else fails the test, so
+// that the README cannot grow a step this test silently skips.
+func (r *reader) commands(b block) {
+	t := r.t
+	for n, line := range joinContinued(b.text) {
+		where := fmt.Sprintf("README line %d (%s)", b.line+n, line)
+		args, err := shellWords(line)
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		if len(args) == 0 {
+			continue // blank or comment
+		}
+		cmd := strings.Join(args, " ")
+		switch m := mkdirCD.FindStringSubmatch(cmd); {
+		case m != nil && m[1] == m[2]:
+			r.dir = filepath.Join(r.dir, m[1])
+			if err := os.Mkdir(r.dir, 0o755); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+		case len(args) >= 2 && args[0] == "go" && (args[1] == "mod" || args[1] == "get"):
+			r.goCmd(r.dir, args[1:]...)
+		case cmd == "go run ." || cmd == "go run . &":
+			r.start(where)
+		case filepath.Base(args[0]) == "awn" && len(args) > 1 && args[1] == "conform":
+			r.conform(where, args[1:])
+		default:
+			t.Fatalf("%s: this test does not know how to run %q; teach it, or leave the line out of a readme-test block", where, cmd)
+		}
+	}
+}
+
+// writeGo writes a Go file into the current folder, on the test's port.
+func (r *reader) writeGo(b block) {
+	if n := strings.Count(b.text, readmeAddr); n != 1 {
+		r.t.Fatalf("README line %d: %s names %s %d times; the test moves exactly one listen address to a free port", b.line, b.role, readmeAddr, n)
+	}
+	src := strings.Replace(b.text, readmeAddr, r.addr, 1)
+	if err := os.WriteFile(filepath.Join(r.dir, b.role), []byte(src), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	r.files++
+}
+
+// goCmd runs the go command in dir and fails the test with its output.
+func (r *reader) goCmd(dir string, args ...string) {
+	r.t.Helper()
+	start := time.Now()
+	cmd := exec.CommandContext(r.ctx, "go", args...)
+	cmd.Dir, cmd.Env = dir, r.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	r.t.Logf("go %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+}
+
+// start builds the current folder's program, starts it (stopping the one
+// before) and waits until it accepts connections.
+func (r *reader) start(where string) {
+	t := r.t
+	r.stop()
+	r.builds++
+	bin := filepath.Join(r.tmp, fmt.Sprintf("provider-%d", r.builds))
+	r.goCmd(r.dir, "build", "-o", bin, ".")
+	var out bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = r.dir, &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	r.server, r.exited = cmd, make(chan error, 1)
+	go func() { r.exited <- cmd.Wait() }()
+	t.Cleanup(r.stop)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", r.addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case err := <-r.exited:
+			r.server = nil
+			t.Fatalf("%s: the provider exited before listening on %s: %v\n%s", where, r.addr, err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the provider did not listen on %s within 30 s\n%s", where, r.addr, out.String())
+		}
+	}
+}
+
+// stop kills the running provider, if any.
+func (r *reader) stop() {
+	if r.server == nil {
+		return
+	}
+	_ = r.server.Process.Kill()
+	<-r.exited
+	r.server = nil
+}
+
+var conformSummary = regexp.MustCompile(`(?m)^(\d+) passed, 0 failed, 0 skipped$`)
+
+// conform runs the README's awn conform line and wants every item to pass.
+func (r *reader) conform(where string, args []string) {
+	t := r.t
+	if r.server == nil {
+		t.Fatalf("%s: no provider is running (the README must start it with go run . first)", where)
+	}
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, readmeAddr, r.addr)
+	}
+	cmd := exec.CommandContext(r.ctx, r.awn, args...)
+	cmd.Dir, cmd.Env = r.dir, r.env
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		t.Fatalf("%s: awn exited %d:\n%s", where, exit.ExitCode(), out)
+	case err != nil:
+		t.Fatalf("%s: %v", where, err)
+	}
+	m := conformSummary.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("%s: want every item to pass, got:\n%s", where, out)
+	}
+	t.Logf("%s: %s passed", where, m[1])
+	r.conforms = append(r.conforms, strings.Join(args, " "))
+}
+
+// joinContinued splits a shell block into logical lines, joining lines
+// that end in a backslash with the next.
+func joinContinued(text string) []string {
+	var lines []string
+	var cur strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasSuffix(l, `\`) {
+			cur.WriteString(strings.TrimSuffix(l, `\`))
+			continue
+		}
+		cur.WriteString(l)
+		lines = append(lines, strings.TrimSpace(cur.String()))
+		cur.Reset()
+	}
+	if cur.Len() > 0 {
+		lines = append(lines, strings.TrimSpace(cur.String()))
+	}
+	return lines
+}
+
+// shellWords splits one shell line the way sh does for the README's simple
+// commands: words separated by blanks, '…' and "…" quoting, # starting a
+// comment at the beginning of a word.
+func shellWords(line string) ([]string, error) {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == ' ' || c == '\t':
+			if inWord {
+				words, inWord = append(words, w.String()), false
+				w.Reset()
+			}
+		case c == '#' && !inWord:
+			return words, nil
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(line[i+1:], c)
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated %c quote", c)
+			}
+			q := line[i+1 : i+1+j]
+			if c == '"' && strings.ContainsAny(q, "$`\\") {
+				return nil, errors.New(`"…" with $, ` + "`" + ` or \ is beyond this test's shell`)
+			}
+			w.WriteString(q)
+			inWord = true
+			i += j + 1
+		case c == '$' || c == '`' || c == '\\' || c == '|' || c == ';' || c == '<' || c == '>':
+			return nil, fmt.Errorf("%q is beyond this test's shell", c)
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words, nil
+}
+
+// freeAddr returns a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
