@@ -100,6 +100,7 @@ fuzz:
 # Only packages whose tests declare a Benchmark function run; their TestMain may start DynamoDB Local.
 bench: npm
 	@pkgs=$$(grep -rl --include='*_test.go' '^func Benchmark' cmd events functions local shared | xargs -r -n1 dirname | sort -u | sed 's|^|./|'); \
+		if [ -z "$$pkgs" ]; then echo "bench: no Benchmark functions found"; exit 0; fi; \
 		echo "bench: compiling and running the benchmarks of" $$pkgs; \
 		$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 9m $$pkgs
 
