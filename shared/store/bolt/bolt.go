@@ -81,6 +81,7 @@ type config struct {
 	now        func() time.Time
 	sweepEvery time.Duration
 	secret     []byte
+	consumers  []string
 	wrapSync   func(sync func() error) error
 }
 
@@ -95,6 +96,15 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // minute); d <= 0 turns the background sweeper off (Sweep still works).
 func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweepEvery = d } }
 
+// WithFeedConsumers names the consumers the change feed is kept for (the
+// stream-triggered functions): a record is dropped as soon as all of them,
+// and every other consumer that has read the feed, have committed it.
+// Without it records are dropped only after 24 hours, as DynamoDB Streams
+// does, so a consumer that starts late still reads everything retained.
+func WithFeedConsumers(names ...string) Option {
+	return func(c *config) { c.consumers = append(c.consumers, names...) }
+}
+
 // WithCursorSecret keys query cursors (see store.NewCursors).
 func WithCursorSecret(secret []byte) Option { return func(c *config) { c.secret = secret } }
 
@@ -108,6 +118,9 @@ type Store struct {
 	arn     string
 	now     func() time.Time
 	notify  embedded.Notifier
+	// declared is set when the feed's consumers were named, so committed
+	// records can be dropped (see WithFeedConsumers).
+	declared bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -136,12 +149,13 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
 	s := &Store{
-		db:      db,
-		sync:    db.Sync,
-		cursors: store.NewCursors(c.secret),
-		arn:     embedded.StreamARN(c.table),
-		now:     c.now,
-		closed:  make(chan struct{}),
+		db:       db,
+		sync:     db.Sync,
+		cursors:  store.NewCursors(c.secret),
+		arn:      embedded.StreamARN(c.table),
+		now:      c.now,
+		closed:   make(chan struct{}),
+		declared: len(c.consumers) > 0,
 	}
 	if c.wrapSync != nil {
 		s.sync = func() error { return c.wrapSync(db.Sync) }
@@ -155,9 +169,16 @@ func Open(path string, opts ...Option) (*Store, error) {
 		meta := tx.Bucket(bucketMeta)
 		switch v := meta.Get(keyVersion); {
 		case v == nil:
-			return meta.Put(keyVersion, []byte(schemaVersion))
+			if err := meta.Put(keyVersion, []byte(schemaVersion)); err != nil {
+				return err
+			}
 		case string(v) != schemaVersion:
 			return fmt.Errorf("file has layout version %q, this build reads %q (delete the file to start over)", v, schemaVersion)
+		}
+		for _, name := range c.consumers {
+			if err := registerTx(tx, name); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -595,20 +616,26 @@ func (s *Store) register(consumer string) error {
 	}); err != nil || known {
 		return err
 	}
-	return s.update(func(tx *bbolt.Tx) error {
-		if _, ok := position(tx, consumer); ok {
-			return nil
-		}
-		at := lastSeq(tx)
-		if k, _ := tx.Bucket(bucketFeed).Cursor().First(); k != nil {
-			at = binary.BigEndian.Uint64(k) - 1
-		}
-		return tx.Bucket(bucketConsumers).Put([]byte(consumer), be64(at))
-	})
+	return s.update(func(tx *bbolt.Tx) error { return registerTx(tx, consumer) })
 }
 
-// Commit marks consumer's records up to seq as consumed and drops the
-// records every consumer has consumed. Committing a position at or before
+func registerTx(tx *bbolt.Tx, consumer string) error {
+	if consumer == "" {
+		return fmt.Errorf("feed consumer is empty: %w", store.ErrInvalid)
+	}
+	if _, ok := position(tx, consumer); ok {
+		return nil
+	}
+	at := lastSeq(tx)
+	if k, _ := tx.Bucket(bucketFeed).Cursor().First(); k != nil {
+		at = binary.BigEndian.Uint64(k) - 1
+	}
+	return tx.Bucket(bucketConsumers).Put([]byte(consumer), be64(at))
+}
+
+// Commit marks consumer's records up to seq as consumed and, when the
+// feed's consumers were named, drops the records every consumer has
+// consumed. Committing a position at or before
 // the current one changes nothing.
 func (s *Store) Commit(_ context.Context, consumer, seq string) error {
 	n, err := embedded.CommitArgs(consumer, seq)
@@ -628,6 +655,9 @@ func (s *Store) Commit(_ context.Context, consumer, seq string) error {
 			if err := consumers.Put([]byte(consumer), be64(n)); err != nil {
 				return err
 			}
+		}
+		if !s.declared {
+			return trimOld(tx, now)
 		}
 		upTo := ^uint64(0)
 		if err := consumers.ForEach(func(_, v []byte) error {

@@ -23,7 +23,7 @@ var ctx = context.Background()
 // sweeper, feed consumers and retention, keys that must stay apart).
 func TestEmbedded(t *testing.T) {
 	embeddedtest.Run(t, func(t *testing.T, o embeddedtest.Options) embeddedtest.Engine {
-		s, err := bolt.Open(filepath.Join(t.TempDir(), bolt.DefaultFile), bolt.WithClock(o.Now), bolt.WithSweepInterval(o.SweepEvery))
+		s, err := bolt.Open(filepath.Join(t.TempDir(), bolt.DefaultFile), bolt.WithClock(o.Now), bolt.WithSweepInterval(o.SweepEvery), bolt.WithFeedConsumers(o.Consumers...))
 		if err != nil {
 			t.Fatal(err)
 		}

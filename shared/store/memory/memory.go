@@ -37,6 +37,7 @@ type config struct {
 	now        func() time.Time
 	sweepEvery time.Duration
 	secret     []byte
+	consumers  []string
 }
 
 // WithTable names the table in the change records' eventSourceARN (default
@@ -49,6 +50,15 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // WithSweepInterval sets how often expired items are deleted (default one
 // minute); d <= 0 turns the background sweeper off (Sweep still works).
 func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweepEvery = d } }
+
+// WithFeedConsumers names the consumers the change feed is kept for (the
+// stream-triggered functions): a record is dropped as soon as all of them,
+// and every other consumer that has read the feed, have committed it.
+// Without it records are dropped only after 24 hours, as DynamoDB Streams
+// does, so a consumer that starts late still reads everything retained.
+func WithFeedConsumers(names ...string) Option {
+	return func(c *config) { c.consumers = append(c.consumers, names...) }
+}
 
 // WithCursorSecret keys query cursors (see store.NewCursors).
 func WithCursorSecret(secret []byte) Option { return func(c *config) { c.secret = secret } }
@@ -69,6 +79,7 @@ type Store struct {
 	seq       uint64     // last sequence number issued
 	log       []logEntry // retained records, oldest first
 	consumers map[string]uint64
+	declared  bool // consumers were named: committed records can go
 	notify    embedded.Notifier
 
 	closeOnce sync.Once
@@ -104,7 +115,11 @@ func New(opts ...Option) *Store {
 		index:     map[string]*partition{},
 		expiring:  map[store.Key]int64{},
 		consumers: map[string]uint64{},
+		declared:  len(c.consumers) > 0,
 		closed:    make(chan struct{}),
+	}
+	for _, name := range c.consumers {
+		s.consumers[name] = 0 // before the first record
 	}
 	if c.sweepEvery > 0 {
 		s.swept.Add(1)
@@ -346,11 +361,12 @@ func (s *Store) position(consumer string) uint64 {
 	return n
 }
 
-// trim drops records every consumer has committed (none while no consumer
-// has subscribed) and records older than the retention. Callers hold feedMu.
+// trim drops records older than the retention and, when the feed's
+// consumers were named, the records every consumer has committed. Callers
+// hold feedMu.
 func (s *Store) trim(now time.Time) {
 	var upTo uint64
-	if len(s.consumers) > 0 {
+	if s.declared {
 		upTo = ^uint64(0)
 		for _, n := range s.consumers {
 			upTo = min(upTo, n)

@@ -11,7 +11,7 @@ import (
 // sweeper, feed consumers and retention, keys that must stay apart).
 func TestEmbedded(t *testing.T) {
 	embeddedtest.Run(t, func(t *testing.T, o embeddedtest.Options) embeddedtest.Engine {
-		s := memory.New(memory.WithClock(o.Now), memory.WithSweepInterval(o.SweepEvery))
+		s := memory.New(memory.WithClock(o.Now), memory.WithSweepInterval(o.SweepEvery), memory.WithFeedConsumers(o.Consumers...))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
