@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"sync"
 	"time"
 
@@ -36,19 +37,19 @@ func LocalStreamsClient(endpoint string, optFns ...func(*dynamodbstreams.Options
 // It reads the stream's shards in order (a parent shard to its end before
 // its children, so the records of one key keep their commit order),
 // converts each record to the events.DynamoDBEventRecord Lambda would
-// deliver, and buffers them in memory. Each consumer has its own position in
-// that buffer: Read returns the records after it (the same ones again until
-// Commit), Commit advances it. Records every consumer seen so far has
-// committed are dropped; a consumer seen for the first time starts at the
-// oldest record still held, so consumers should make their first Read
-// before the first Commit of any other (the harness starts them together).
-// Positions live in memory: a restarted feed starts again at LATEST, as a
-// new event source mapping would.
+// deliver, and buffers them in memory. Each consumer has its own position
+// in that buffer: Read returns the records after it (the same ones again
+// until Commit), Commit advances it. As in the memory engine's feed, records
+// are held for 24 hours (DynamoDB Streams' retention), or, when the
+// consumers are named (WithFeedConsumers), until every one of them has
+// committed them; a consumer seen for the first time starts at the oldest
+// record held. Positions live in memory: a restarted feed starts again at
+// LATEST, as a new event source mapping would.
 //
 // The stream is polled only while a Read waits, at most every poll
 // interval (200 ms by default; DynamoDB Streams allows 5 GetRecords per
-// second per shard, Lambda polls 4 times a second), and not while
-// 10,000 records wait unconsumed.
+// second per shard, Lambda polls 4 times a second), and not while 10,000
+// records wait that some consumer has not committed.
 type StreamFeed struct {
 	streams      *dynamodbstreams.Client
 	arn          string
@@ -57,9 +58,11 @@ type StreamFeed struct {
 	maxBuffered  int
 
 	mu        sync.Mutex
-	log       []events.DynamoDBEventRecord // records from absolute index base on
+	log       []entry // records from absolute index base on
 	base      int64
 	consumers map[string]int64 // absolute index of each consumer's next record
+	declared  bool             // consumers were named: committed records can go
+	highest   *big.Int         // the highest sequence number read, for Commit
 	changed   chan struct{}    // closed and replaced when records arrive
 	lastPoll  time.Time
 
@@ -69,6 +72,16 @@ type StreamFeed struct {
 	lastRefresh time.Time
 	refresh     bool // a shard ended: look for its children
 }
+
+// entry is one buffered record and when it arrived.
+type entry struct {
+	rec events.DynamoDBEventRecord
+	at  time.Time
+}
+
+// retention is how long records are held without named consumers:
+// DynamoDB Streams keeps them 24 hours.
+const retention = 24 * time.Hour
 
 // shard is the read state of one stream shard (guarded by the poller token).
 type shard struct {
@@ -85,6 +98,7 @@ var _ store.Feed = (*StreamFeed)(nil)
 type FeedOption func(*feedConfig)
 
 type feedConfig struct {
+	consumers    []string
 	trimHorizon  bool
 	pollEvery    time.Duration
 	refreshEvery time.Duration
@@ -94,6 +108,13 @@ type feedConfig struct {
 // FromTrimHorizon starts the feed at the oldest record the stream holds
 // (24 hours on AWS) instead of at LATEST.
 func FromTrimHorizon() FeedOption { return func(c *feedConfig) { c.trimHorizon = true } }
+
+// WithFeedConsumers names the feed's consumers (the stream-triggered
+// functions): a record is dropped as soon as all of them, and every other
+// consumer that has read the feed, have committed it.
+func WithFeedConsumers(names ...string) FeedOption {
+	return func(c *feedConfig) { c.consumers = append(c.consumers, names...) }
+}
 
 // WithPollInterval sets the least time between two polls of the stream.
 func WithPollInterval(d time.Duration) FeedOption { return func(c *feedConfig) { c.pollEvery = d } }
@@ -122,6 +143,8 @@ func NewStreamFeed(ctx context.Context, streams *dynamodbstreams.Client, db *dyn
 		refreshEvery: cfg.refreshEvery,
 		maxBuffered:  cfg.maxBuffered,
 		consumers:    map[string]int64{},
+		declared:     len(cfg.consumers) > 0,
+		highest:      new(big.Int),
 		changed:      make(chan struct{}),
 		poller:       make(chan struct{}, 1),
 		shards:       map[string]*shard{},
@@ -132,6 +155,9 @@ func NewStreamFeed(ctx context.Context, streams *dynamodbstreams.Client, db *dyn
 	}
 	if err := f.listShards(ctx, start, true); err != nil {
 		return nil, err
+	}
+	for _, name := range cfg.consumers {
+		f.consumers[name] = 0
 	}
 	f.lastRefresh = time.Now()
 	return f, nil
@@ -206,18 +232,16 @@ func (f *StreamFeed) acquire(ctx context.Context, sh *shard) error {
 // Read returns up to max records after consumer's committed position,
 // polling the stream while there are none, until ctx ends.
 func (f *StreamFeed) Read(ctx context.Context, consumer string, max int) ([]events.DynamoDBEventRecord, error) {
-	if max <= 0 {
-		return nil, fmt.Errorf("dynamo: feed read of %d records: %w", max, store.ErrInvalid)
+	if consumer == "" || max <= 0 {
+		return nil, fmt.Errorf("dynamo: feed read of %d records by %q: %w", max, consumer, store.ErrInvalid)
 	}
 	for {
 		f.mu.Lock()
-		pos, ok := f.consumers[consumer]
-		if !ok {
-			pos = f.base
-			f.consumers[consumer] = pos
-		}
-		if i := int(pos - f.base); i < len(f.log) {
-			recs := append([]events.DynamoDBEventRecord(nil), f.log[i:min(len(f.log), i+max)]...)
+		if i := int(f.position(consumer) - f.base); i < len(f.log) {
+			recs := make([]events.DynamoDBEventRecord, 0, min(max, len(f.log)-i))
+			for _, e := range f.log[i:min(len(f.log), i+max)] {
+				recs = append(recs, e.rec)
+			}
 			f.mu.Unlock()
 			return recs, nil
 		}
@@ -243,39 +267,75 @@ func (f *StreamFeed) Read(ctx context.Context, consumer string, max int) ([]even
 }
 
 // Commit marks consumer's records up to and including seq as consumed. A
-// seq the consumer has already passed is a no-op; one the feed never
-// delivered to it is an error wrapping store.ErrInvalid.
+// seq the consumer has already passed is a no-op; one the feed never read
+// is an error wrapping store.ErrInvalid.
 func (f *StreamFeed) Commit(_ context.Context, consumer, seq string) error {
+	n, ok := new(big.Int).SetString(seq, 10)
+	if consumer == "" || !ok {
+		return fmt.Errorf("dynamo: feed commit of %q by %q: %w", seq, consumer, store.ErrInvalid)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	pos, ok := f.consumers[consumer]
-	if !ok {
-		pos = f.base
-		f.consumers[consumer] = pos
-	}
+	pos := f.position(consumer)
 	for i := len(f.log) - 1; i >= 0; i-- {
-		if f.log[i].Change.SequenceNumber != seq {
+		if f.log[i].rec.Change.SequenceNumber != seq {
 			continue
 		}
 		if next := f.base + int64(i) + 1; next > pos {
 			f.consumers[consumer] = next
-			f.trim()
+			f.trim(time.Now())
 		}
 		return nil
 	}
-	return fmt.Errorf("dynamo: feed commit of %q by %s: no such record: %w", seq, consumer, store.ErrInvalid)
+	if n.Sign() <= 0 || n.Cmp(f.highest) > 0 {
+		return fmt.Errorf("dynamo: feed commit of %q by %s: no such record: %w", seq, consumer, store.ErrInvalid)
+	}
+	return nil // read and dropped already: committed before
 }
 
-// trim drops the records every known consumer has committed.
-func (f *StreamFeed) trim() {
-	low := f.base + int64(len(f.log))
-	for _, p := range f.consumers {
-		low = min(low, p)
+// position returns consumer's next record, registering a new consumer at
+// the oldest record held. Callers hold mu.
+func (f *StreamFeed) position(consumer string) int64 {
+	pos, ok := f.consumers[consumer]
+	if !ok || pos < f.base {
+		pos = max(pos, f.base)
+		f.consumers[consumer] = pos
 	}
-	if n := int(low - f.base); n > 0 {
-		f.log = append([]events.DynamoDBEventRecord(nil), f.log[n:]...)
-		f.base = low
+	return pos
+}
+
+// trim drops records past the retention and, when the consumers were
+// named, the records every consumer has committed. Callers hold mu.
+func (f *StreamFeed) trim(now time.Time) {
+	upTo := f.base
+	if f.declared {
+		upTo = f.base + int64(len(f.log))
+		for _, p := range f.consumers {
+			upTo = min(upTo, p)
+		}
 	}
+	n := int(upTo - f.base)
+	for n < len(f.log) && now.Sub(f.log[n].at) > retention {
+		n++
+	}
+	if n > 0 {
+		f.log = append([]entry(nil), f.log[n:]...)
+		f.base += int64(n)
+	}
+}
+
+// pending is how many held records some consumer has not committed (all
+// of them while no consumer has come). Callers hold mu.
+func (f *StreamFeed) pending() int {
+	end := f.base + int64(len(f.log))
+	low := f.base
+	if len(f.consumers) > 0 {
+		low = end
+		for _, p := range f.consumers {
+			low = min(low, max(p, f.base))
+		}
+	}
+	return int(end - low)
 }
 
 // poll reads every readable shard once and appends what it finds. Only one
@@ -290,7 +350,7 @@ func (f *StreamFeed) poll(ctx context.Context) error {
 	defer func() { <-f.poller }()
 	f.mu.Lock()
 	recent := time.Since(f.lastPoll) < f.pollEvery
-	full := len(f.log) >= f.maxBuffered
+	full := f.pending() >= f.maxBuffered
 	f.mu.Unlock()
 	if recent {
 		return nil
@@ -308,10 +368,17 @@ func (f *StreamFeed) poll(ctx context.Context) error {
 		f.lastPoll = time.Now()
 	}
 	if len(found) > 0 {
-		f.log = append(f.log, found...)
+		now := time.Now()
+		for _, r := range found {
+			f.log = append(f.log, entry{rec: r, at: now})
+			if n, ok := new(big.Int).SetString(r.Change.SequenceNumber, 10); ok && n.Cmp(f.highest) > 0 {
+				f.highest = n
+			}
+		}
 		close(f.changed)
 		f.changed = make(chan struct{})
 	}
+	f.trim(time.Now())
 	return err
 }
 
