@@ -19,7 +19,12 @@ import (
 // Each consumer (a stream-triggered function) has its own position. Read
 // returns records after the consumer's committed position, so reading again
 // without a Commit returns the same records: a failed batch is retried, never
-// skipped.
+// skipped. A consumer starts at the oldest record the feed still holds when
+// it first reads; a feed may drop records every consumer it knows has
+// committed, so all consumers make their first Read before any Commit (the
+// harness starts them together; engines may also take their names up front).
+// Records of one partition key come in commit order; across partition keys
+// a feed promises no order (DynamoDB Streams shards by key).
 type Feed interface {
 	// Read waits until consumer has uncommitted records (or ctx ends) and
 	// returns up to max of them, oldest first.

@@ -1,707 +1,484 @@
-// Package storetest is the conformance suite every store adapter runs, so
-// that memory, bolt and DynamoDB behave the same and code tested against the
-// in-memory store holds on AWS.
+// Package storetest is the one conformance suite of the item API
+// (store.Store and store.Feed). Every engine runs it — memory, bolt and
+// dynamo on DynamoDB Local — so that code tested on the embedded engines
+// holds on AWS. Where the engines could differ, DynamoDB Local decided what
+// the cases expect (see the store package's docs for each rule).
 //
-// An adapter's test calls Run with a constructor that returns a fresh, empty
-// store for each subtest (and registers its cleanup on that t):
+// An engine's test calls Run with a constructor returning a fresh, empty
+// store for each case and registering its cleanup on that t:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) storetest.Store {
+//		storetest.Run(t, func(t *testing.T) store.Store {
 //			s := memory.New()
 //			t.Cleanup(func() { s.Close() })
 //			return s
 //		})
 //	}
 //
-// Later entities add their methods to Store and their cases to Run.
+// RunFeed does the same for the change feed. Cases run in parallel with each
+// other, each on its own store.
 package storetest
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/a2awire/a2awire/shared/store"
 )
 
-// Store is every method an adapter implements. Consumers declare the
-// smaller interfaces they need; this one exists so the suite covers all.
-type Store interface {
-	GetIdem(ctx context.Context, scope, key string, now time.Time) (store.IdemRecord, error)
-	ClaimIdem(ctx context.Context, rec store.IdemRecord, now time.Time) (store.IdemRecord, error)
-	CompleteIdem(ctx context.Context, scope, key, requestHash string, status int, body []byte) error
-	DeleteIdem(ctx context.Context, scope, key, requestHash string) error
-
-	AppendLedger(ctx context.Context, e store.LedgerEntry) (store.LedgerEntry, error)
-	LedgerBalance(ctx context.Context, account string) (store.Balance, error)
-	ListLedger(ctx context.Context, account string) ([]store.LedgerEntry, error)
-
-	Close() error
-}
-
 // Concurrency levels of the race cases (named by the storage issue).
 const (
-	ClaimRacers     = 50
-	AppendRacers    = 200
-	DuplicateRacers = 30
+	// ConditionalRacers put one key with ItemAbsent at once; one wins.
+	ConditionalRacers = 50
+	// CounterRacers add to one counter at once and read it back.
+	CounterRacers = 50
 )
 
-// Run runs every conformance case against stores made by newStore. Cases
-// run in parallel with each other, each on its own store.
-func Run(t *testing.T, newStore func(t *testing.T) Store) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, s Store)
-	}{
-		{"Idem/GetAbsent", testIdemGetAbsent},
-		{"Idem/ClaimThenGet", testIdemClaimThenGet},
-		{"Idem/ClaimWhileInProgress", testIdemClaimWhileInProgress},
-		{"Idem/CompleteThenReplay", testIdemCompleteThenReplay},
-		{"Idem/CompleteGuards", testIdemCompleteGuards},
-		{"Idem/Expiry", testIdemExpiry},
-		{"Idem/TakeOver", testIdemTakeOver},
-		{"Idem/CompletedIgnoresInProgressDeadline", testIdemCompletedIgnoresDeadline},
-		{"Idem/Delete", testIdemDelete},
-		{"Idem/ScopesAreSeparate", testIdemScopes},
-		{"Idem/Copies", testIdemCopies},
-		{"Idem/BodyRoundTrip", testIdemBodyRoundTrip},
-		{"Idem/Invalid", testIdemInvalid},
-		{"Idem/ConcurrentClaims", testIdemConcurrentClaims},
-		{"Ledger/Empty", testLedgerEmpty},
-		{"Ledger/Append", testLedgerAppend},
-		{"Ledger/DuplicateEntryID", testLedgerDuplicate},
-		{"Ledger/AccountsAreSeparate", testLedgerAccounts},
-		{"Ledger/Invalid", testLedgerInvalid},
-		{"Ledger/ConcurrentAppends", testLedgerConcurrentAppends},
-		{"Ledger/ConcurrentDuplicates", testLedgerConcurrentDuplicates},
-	}
+type testCase struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
+}
+
+// Run runs every store case against stores made by open, each case in
+// parallel on its own fresh store.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	var cases []testCase
+	cases = append(cases, itemCases...)
+	cases = append(cases, condCases...)
+	cases = append(cases, updateCases...)
+	cases = append(cases, writeCases...)
+	cases = append(cases, queryCases...)
+	cases = append(cases, limitCases...)
+	cases = append(cases, concurrencyCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.fn(t, newStore(t))
+			s := open(t)
+			if s == nil {
+				t.Fatal("open returned a nil store")
+			}
+			c.fn(t, s)
 		})
 	}
 }
 
-// t0 is the suite's "now". Times are passed in, never read from a clock, so
-// expiry is exact and the suite is deterministic.
-var t0 = time.Date(2030, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
-
-const (
-	idemTTL     = 24 * time.Hour
-	holdTimeout = 30 * time.Second
+// Shorthands for attribute values the cases use a lot.
+var (
+	S    = store.S
+	Bin  = store.B
+	Bool = store.Bool
+	Null = store.Null
+	SS   = store.SS
 )
 
-// claim returns a fresh in-progress record for (scope, key) claimed at now.
-func claim(scope, key, hash string, now time.Time) store.IdemRecord {
-	return store.IdemRecord{
-		Scope:           scope,
-		Key:             key,
-		State:           store.IdemInProgress,
-		RequestHash:     hash,
-		ExpiresAt:       now.Add(idemTTL),
-		InProgressUntil: now.Add(holdTimeout),
+// N is a number attribute from its decimal text ("1.5", "-1e3", a 38-digit
+// integer), which store.N (int64) cannot express.
+func N(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+
+// NS, BS, L and M build sets, lists and maps.
+func NS(v ...string) types.AttributeValue { return &types.AttributeValueMemberNS{Value: v} }
+func BS(v ...[]byte) types.AttributeValue { return &types.AttributeValueMemberBS{Value: v} }
+func L(v ...types.AttributeValue) types.AttributeValue {
+	if v == nil {
+		v = []types.AttributeValue{}
 	}
+	return &types.AttributeValueMemberL{Value: v}
+}
+func M(v store.Item) types.AttributeValue {
+	if v == nil {
+		v = store.Item{}
+	}
+	return &types.AttributeValueMemberM{Value: v}
 }
 
-// MustClaim claims rec at now and fails the test unless the claim wins.
-func MustClaim(t testing.TB, s Store, rec store.IdemRecord, now time.Time) store.IdemRecord {
+// key is a table key.
+func key(pk, sk string) store.Key { return store.Key{PK: pk, SK: sk} }
+
+// item builds an item from name/value pairs (no keys).
+func item(kv ...any) store.Item {
+	it := store.Item{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v, _ := kv[i+1].(types.AttributeValue) // nil stays nil (a refused value)
+		it[kv[i].(string)] = v
+	}
+	return it
+}
+
+// stored is how item looks when read back from k: with pk and sk.
+func stored(k store.Key, it store.Item) store.Item { return store.WithKey(it, k) }
+
+func write(t *testing.T, s store.Store, actions ...store.Action) []store.Item {
 	t.Helper()
-	got, err := s.ClaimIdem(context.Background(), rec, now)
+	out, err := s.Write(t.Context(), actions...)
 	if err != nil {
-		t.Fatalf("ClaimIdem(%s/%s): %v", rec.Scope, rec.Key, err)
+		t.Fatalf("Write(%s): %v", describe(actions), err)
 	}
-	return got
+	if len(out) != len(actions) {
+		t.Fatalf("Write(%s) returned %d results, want one per action (%d)", describe(actions), len(out), len(actions))
+	}
+	return out
 }
 
-// MustComplete completes (scope, key) held under hash and fails the test on error.
-func MustComplete(t testing.TB, s Store, scope, key, hash string, status int, body []byte) {
+func put(t *testing.T, s store.Store, k store.Key, it store.Item) {
 	t.Helper()
-	if err := s.CompleteIdem(context.Background(), scope, key, hash, status, body); err != nil {
-		t.Fatalf("CompleteIdem(%s/%s): %v", scope, key, err)
-	}
+	write(t, s, store.Put(k, it))
 }
 
-// MustGet returns the live record at now and fails the test when there is none.
-func MustGet(t testing.TB, s Store, scope, key string, now time.Time) store.IdemRecord {
+// get returns the item at k, or nil when there is none.
+func get(t *testing.T, s store.Store, k store.Key) store.Item {
 	t.Helper()
-	rec, err := s.GetIdem(context.Background(), scope, key, now)
+	it, err := s.Get(t.Context(), k)
+	if errors.Is(err, store.ErrNotFound) {
+		if it != nil {
+			t.Errorf("Get%s: ErrNotFound with a non-nil item %s", k, show(it))
+		}
+		return nil
+	}
 	if err != nil {
-		t.Fatalf("GetIdem(%s/%s) at %s: %v", scope, key, now.Format(time.RFC3339Nano), err)
+		t.Fatalf("Get%s: %v", k, err)
 	}
-	return rec
+	if it == nil {
+		t.Fatalf("Get%s returned a nil item and no error", k)
+	}
+	return it
 }
 
-// MustAppend appends e and fails the test on error.
-func MustAppend(t testing.TB, s Store, e store.LedgerEntry) store.LedgerEntry {
+// wantItem fails unless the item at k equals want (nil: no item).
+func wantItem(t *testing.T, s store.Store, k store.Key, want store.Item) {
 	t.Helper()
-	got, err := s.AppendLedger(context.Background(), e)
-	if err != nil {
-		t.Fatalf("AppendLedger(%s/%s): %v", e.Account, e.EntryID, err)
+	got := get(t, s, k)
+	if !sameItem(got, want) {
+		t.Errorf("item %s:\n got  %s\n want %s", k, show(got), show(want))
 	}
-	return got
 }
 
-func wantErr(t testing.TB, what string, err, target error) {
+// sameItem is store.EqualItems that also tells nil (absent) from empty.
+func sameItem(a, b store.Item) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	return store.EqualItems(a, b)
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
-		t.Fatalf("%s: error %v, want errors.Is(_, %v)", what, err, target)
-	}
-	if err != nil && err.Error() == target.Error() {
-		t.Errorf("%s: error %q is not wrapped with the operation", what, err)
+		t.Errorf("%s: error %v, want %v", what, err, target)
 	}
 }
 
-func wantNotFoundAt(t testing.TB, s Store, scope, key string, now time.Time) {
+// wantCondFailed checks err is a *store.ConditionFailedError naming action
+// index and carrying item (nil: none).
+func wantCondFailed(t *testing.T, what string, err error, index int, item store.Item) {
 	t.Helper()
-	rec, err := s.GetIdem(context.Background(), scope, key, now)
-	if !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("GetIdem(%s/%s) at %s = %+v, %v; want ErrNotFound", scope, key, now.Format(time.RFC3339Nano), rec, err)
+	var cf *store.ConditionFailedError
+	if !errors.As(err, &cf) {
+		t.Errorf("%s: error %v, want a *store.ConditionFailedError", what, err)
+		return
+	}
+	if !errors.Is(err, store.ErrConditionFailed) {
+		t.Errorf("%s: errors.Is(%v, ErrConditionFailed) is false", what, err)
+	}
+	if cf.Action != index {
+		t.Errorf("%s: failed action %d, want %d", what, cf.Action, index)
+	}
+	if !sameItem(cf.Item, item) {
+		t.Errorf("%s: item in the way:\n got  %s\n want %s", what, show(cf.Item), show(item))
 	}
 }
 
-// sameIdem compares records field by field, times with Equal.
-func sameIdem(t testing.TB, what string, got, want store.IdemRecord) {
-	t.Helper()
-	if got.Scope != want.Scope || got.Key != want.Key || got.State != want.State ||
-		got.RequestHash != want.RequestHash || got.Status != want.Status || !bytes.Equal(got.Body, want.Body) ||
-		!got.ExpiresAt.Equal(want.ExpiresAt) || !got.InProgressUntil.Equal(want.InProgressUntil) {
-		t.Fatalf("%s:\n got %s\nwant %s", what, fmtIdem(got), fmtIdem(want))
+// show renders an item deterministically for failure messages.
+func show(it store.Item) string {
+	if it == nil {
+		return "<no item>"
 	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i, name := range store.SortedNames(it) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %s", name, showValue(it[name]))
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
-func fmtIdem(r store.IdemRecord) string {
-	return fmt.Sprintf("{%s/%s %s hash=%q status=%d body=%q expires=%s until=%s}", r.Scope, r.Key, r.State,
-		r.RequestHash, r.Status, r.Body, r.ExpiresAt.Format(time.RFC3339Nano), r.InProgressUntil.Format(time.RFC3339Nano))
+func showValue(v types.AttributeValue) string {
+	const max = 60
+	clip := func(s string) string {
+		if len(s) > max {
+			return fmt.Sprintf("%s…(%d bytes)", s[:max], len(s))
+		}
+		return s
+	}
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return "S:" + clip(fmt.Sprintf("%q", v.Value))
+	case *types.AttributeValueMemberN:
+		return "N:" + v.Value
+	case *types.AttributeValueMemberB:
+		if v.Value == nil {
+			return "B:nil"
+		}
+		return "B:" + clip(fmt.Sprintf("%x", v.Value))
+	case *types.AttributeValueMemberBOOL:
+		return fmt.Sprintf("BOOL:%v", v.Value)
+	case *types.AttributeValueMemberNULL:
+		return "NULL"
+	case *types.AttributeValueMemberL:
+		parts := make([]string, len(v.Value))
+		for i, x := range v.Value {
+			parts[i] = showValue(x)
+		}
+		return "L[" + strings.Join(parts, ", ") + "]"
+	case *types.AttributeValueMemberM:
+		return "M" + show(v.Value)
+	case *types.AttributeValueMemberSS:
+		x := append([]string(nil), v.Value...)
+		sort.Strings(x)
+		return clip(fmt.Sprintf("SS%q", x))
+	case *types.AttributeValueMemberNS:
+		return fmt.Sprintf("NS%v", v.Value)
+	case *types.AttributeValueMemberBS:
+		return fmt.Sprintf("BS%x", v.Value)
+	case nil:
+		return "nil"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
-func completed(rec store.IdemRecord, status int, body []byte) store.IdemRecord {
-	rec.State = store.IdemCompleted
-	rec.Status = status
-	rec.Body = body
-	return rec
+func describe(actions []store.Action) string {
+	if len(actions) > 3 {
+		return fmt.Sprintf("%d actions", len(actions))
+	}
+	parts := make([]string, len(actions))
+	for i, a := range actions {
+		parts[i] = a.Kind.String() + a.Key.String()
+	}
+	return strings.Join(parts, ", ")
 }
 
-func testIdemGetAbsent(t *testing.T, s Store) {
-	_, err := s.GetIdem(context.Background(), "agent", "task-1", t0)
-	wantErr(t, "GetIdem absent", err, store.ErrNotFound)
+// --- items ------------------------------------------------------------
+
+var itemCases = []testCase{
+	{"Item/GetMissing", testGetMissing},
+	{"Item/PutGetDelete", testPutGetDelete},
+	{"Item/PutTakesKeyFromKey", testPutKey},
+	{"Item/Copies", testCopies},
+	{"Item/AttributeTypes", testAttributeTypes},
+	{"Item/ExpiresAt", testExpiresAt},
 }
 
-func testIdemClaimThenGet(t *testing.T, s Store) {
-	rec := claim("agent", "task-1", "h1", t0)
-	got := MustClaim(t, s, rec, t0)
-	sameIdem(t, "ClaimIdem result", got, rec)
-	sameIdem(t, "GetIdem after claim", MustGet(t, s, "agent", "task-1", t0.Add(time.Second)), rec)
+func testGetMissing(t *testing.T, s store.Store) {
+	it, err := s.Get(t.Context(), key("p", "missing"))
+	wantErr(t, "Get of a missing item", err, store.ErrNotFound)
+	if it != nil {
+		t.Errorf("Get of a missing item returned %s", show(it))
+	}
+	// Same partition, other sort key: still not found.
+	put(t, s, key("p", "there"), item("a", S("x")))
+	_, err = s.Get(t.Context(), key("p", "missin"))
+	wantErr(t, "Get of a neighbour's key", err, store.ErrNotFound)
+	_, err = s.Get(t.Context(), key("pp", "there"))
+	wantErr(t, "Get in another partition", err, store.ErrNotFound)
 }
 
-func testIdemClaimWhileInProgress(t *testing.T, s Store) {
-	ctx := context.Background()
-	first := MustClaim(t, s, claim("agent", "task-1", "h1", t0), t0)
-	for _, hash := range []string{"h1", "h2"} {
-		at := t0.Add(holdTimeout - time.Nanosecond)
-		got, err := s.ClaimIdem(ctx, claim("agent", "task-1", hash, at), at)
-		wantErr(t, "second claim while in progress", err, store.ErrExists)
-		sameIdem(t, "record returned with ErrExists", got, first)
-	}
-	sameIdem(t, "record after refused claims", MustGet(t, s, "agent", "task-1", t0), first)
+func testPutGetDelete(t *testing.T, s store.Store) {
+	k := key("p", "s")
+	put(t, s, k, item("a", S("1"), "b", N("2")))
+	wantItem(t, s, k, stored(k, item("a", S("1"), "b", N("2"))))
+
+	// A Put replaces the whole item: b is gone.
+	put(t, s, k, item("a", S("one"), "c", Bool(true)))
+	wantItem(t, s, k, stored(k, item("a", S("one"), "c", Bool(true))))
+
+	// An item of only its keys.
+	k2 := key("p", "t")
+	put(t, s, k2, nil)
+	wantItem(t, s, k2, stored(k2, nil))
+
+	write(t, s, store.Delete(k))
+	wantItem(t, s, k, nil)
+	wantItem(t, s, k2, stored(k2, nil))
+	// Deleting a missing item is not an error.
+	write(t, s, store.Delete(k))
+	write(t, s, store.Delete(key("nowhere", "x")))
 }
 
-func testIdemCompleteThenReplay(t *testing.T, s Store) {
-	ctx := context.Background()
-	rec := MustClaim(t, s, claim("agent", "task-1", "h1", t0), t0)
-	body := []byte(`{"output":{"sequence":1}}`)
-	MustComplete(t, s, "agent", "task-1", "h1", 200, body)
-	want := completed(rec, 200, body)
-	sameIdem(t, "GetIdem after complete", MustGet(t, s, "agent", "task-1", t0.Add(time.Minute)), want)
-	for _, hash := range []string{"h1", "other-body"} {
-		got, err := s.ClaimIdem(ctx, claim("agent", "task-1", hash, t0.Add(time.Hour)), t0.Add(time.Hour))
-		wantErr(t, "claim of a completed key", err, store.ErrExists)
-		sameIdem(t, "completed record returned with ErrExists", got, want)
+func testPutKey(t *testing.T, s store.Store) {
+	k := key("p", "s")
+	// An item carrying its own (matching) keys is fine.
+	put(t, s, k, item("pk", S("p"), "sk", S("s"), "a", S("x")))
+	wantItem(t, s, k, stored(k, item("a", S("x"))))
+	// Keys that disagree with the Key, or are not strings, are refused.
+	for name, it := range map[string]store.Item{
+		"other pk":    item("pk", S("q")),
+		"other sk":    item("sk", S("t")),
+		"numeric pk":  item("pk", N("1")),
+		"numeric sk":  item("sk", N("1")),
+		"binary keys": item("pk", Bin([]byte("p")), "sk", Bin([]byte("s"))),
+	} {
+		_, err := s.Write(t.Context(), store.Put(key("p", "new"), it))
+		wantErr(t, "Put with "+name, err, store.ErrInvalid)
 	}
+	wantItem(t, s, key("p", "new"), nil)
 }
 
-func testIdemCompleteGuards(t *testing.T, s Store) {
-	ctx := context.Background()
-	err := s.CompleteIdem(ctx, "agent", "absent", "h1", 200, []byte("x"))
-	wantErr(t, "complete absent", err, store.ErrNotFound)
+// testCopies checks that an engine never shares memory with its callers:
+// mutating what went in or came out changes nothing stored.
+func testCopies(t *testing.T, s store.Store) {
+	k := key("p", "s")
+	in := item("s", S("x"), "b", Bin([]byte{1, 2}), "l", L(S("a"), N("1")),
+		"m", M(item("n", M(item("deep", S("x"))))), "ss", SS("a", "b"), "ns", NS("1"), "bs", BS([]byte{9}))
+	want := stored(k, in.Clone())
+	put(t, s, k, in)
+	mutate(in)
+	wantItem(t, s, k, want)
 
-	rec := MustClaim(t, s, claim("agent", "task-1", "h1", t0), t0)
-	err = s.CompleteIdem(ctx, "agent", "task-1", "h2", 200, []byte("wrong holder"))
-	wantErr(t, "complete with another hash", err, store.ErrNotFound)
-	sameIdem(t, "record after refused complete", MustGet(t, s, "agent", "task-1", t0), rec)
+	got := get(t, s, k)
+	mutate(got)
+	wantItem(t, s, k, want)
 
-	MustComplete(t, s, "agent", "task-1", "h1", 201, []byte("first"))
-	err = s.CompleteIdem(ctx, "agent", "task-1", "h1", 500, []byte("second"))
-	wantErr(t, "complete twice", err, store.ErrNotFound)
-	sameIdem(t, "record after second complete", MustGet(t, s, "agent", "task-1", t0), completed(rec, 201, []byte("first")))
+	out := write(t, s, store.Update(k).SetAttr("z", S("z")).Returning())
+	want["z"] = S("z")
+	mutate(out[0])
+	wantItem(t, s, k, want)
+
+	page, err := s.Query(t.Context(), store.Query{PK: "p"})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("Query: %d items, %v", len(page.Items), err)
+	}
+	mutate(page.Items[0])
+	wantItem(t, s, k, want)
+
+	// The Set map of an Update is the caller's too.
+	set := store.Update(k).SetAttr("y", L(S("in")))
+	write(t, s, set)
+	set.Set["y"].(*types.AttributeValueMemberL).Value[0] = S("changed")
+	want["y"] = L(S("in"))
+	wantItem(t, s, k, want)
+
+	// And a failed condition's item.
+	_, err = s.Write(t.Context(), store.Put(k, nil).When(store.ItemAbsent()).OnFailReturn())
+	var cf *store.ConditionFailedError
+	if !errors.As(err, &cf) || cf.Item == nil {
+		t.Fatalf("conditional Put over an item: %v, want a ConditionFailedError with the item", err)
+	}
+	mutate(cf.Item)
+	wantItem(t, s, k, want)
 }
 
-func testIdemExpiry(t *testing.T, s Store) {
-	ctx := context.Background()
-	rec := MustClaim(t, s, claim("agent", "task-1", "h1", t0), t0)
-	MustComplete(t, s, "agent", "task-1", "h1", 200, []byte("done"))
-	end := rec.ExpiresAt
-	MustGet(t, s, "agent", "task-1", end.Add(-time.Nanosecond))
-	wantNotFoundAt(t, s, "agent", "task-1", end)
-	wantNotFoundAt(t, s, "agent", "task-1", end.Add(time.Hour))
-
-	_, err := s.ClaimIdem(ctx, claim("agent", "task-1", "h2", end.Add(-time.Nanosecond)), end.Add(-time.Nanosecond))
-	wantErr(t, "claim just before expiry", err, store.ErrExists)
-	again := MustClaim(t, s, claim("agent", "task-1", "h2", end), end)
-	sameIdem(t, "record after claiming an expired key", MustGet(t, s, "agent", "task-1", end), again)
-}
-
-func testIdemTakeOver(t *testing.T, s Store) {
-	ctx := context.Background()
-	dead := MustClaim(t, s, claim("agent", "task-1", "h1", t0), t0)
-	deadline := dead.InProgressUntil
-	MustGet(t, s, "agent", "task-1", deadline.Add(-time.Nanosecond))
-	wantNotFoundAt(t, s, "agent", "task-1", deadline)
-
-	_, err := s.ClaimIdem(ctx, claim("agent", "task-1", "h2", deadline.Add(-time.Nanosecond)), deadline.Add(-time.Nanosecond))
-	wantErr(t, "claim before the holder's deadline", err, store.ErrExists)
-	heir := MustClaim(t, s, claim("agent", "task-1", "h2", deadline), deadline)
-
-	// The presumed-dead holder wakes up: it can neither complete nor delete
-	// the heir's record.
-	err = s.CompleteIdem(ctx, "agent", "task-1", "h1", 200, []byte("late"))
-	wantErr(t, "complete by the dead holder", err, store.ErrNotFound)
-	if err := s.DeleteIdem(ctx, "agent", "task-1", "h1"); err != nil {
-		t.Fatalf("DeleteIdem by the dead holder: %v", err)
-	}
-	sameIdem(t, "heir's record", MustGet(t, s, "agent", "task-1", deadline), heir)
-
-	MustComplete(t, s, "agent", "task-1", "h2", 200, []byte("heir"))
-	sameIdem(t, "heir's completed record", MustGet(t, s, "agent", "task-1", deadline), completed(heir, 200, []byte("heir")))
-}
-
-func testIdemCompletedIgnoresDeadline(t *testing.T, s Store) {
-	ctx := context.Background()
-	rec := MustClaim(t, s, claim("agent", "task-1", "h1", t0), t0)
-	MustComplete(t, s, "agent", "task-1", "h1", 200, []byte("done"))
-	later := rec.InProgressUntil.Add(time.Hour)
-	sameIdem(t, "completed record past the in-progress deadline", MustGet(t, s, "agent", "task-1", later), completed(rec, 200, []byte("done")))
-	_, err := s.ClaimIdem(ctx, claim("agent", "task-1", "h2", later), later)
-	wantErr(t, "claim of a completed record past the in-progress deadline", err, store.ErrExists)
-}
-
-func testIdemDelete(t *testing.T, s Store) {
-	ctx := context.Background()
-	if err := s.DeleteIdem(ctx, "agent", "absent", "h1"); err != nil {
-		t.Fatalf("DeleteIdem absent: %v", err)
-	}
-
-	MustClaim(t, s, claim("agent", "task-1", "h1", t0), t0)
-	if err := s.DeleteIdem(ctx, "agent", "task-1", "h2"); err != nil {
-		t.Fatalf("DeleteIdem with another hash: %v", err)
-	}
-	MustGet(t, s, "agent", "task-1", t0)
-	if err := s.DeleteIdem(ctx, "agent", "task-1", "h1"); err != nil {
-		t.Fatalf("DeleteIdem: %v", err)
-	}
-	wantNotFoundAt(t, s, "agent", "task-1", t0)
-	MustClaim(t, s, claim("agent", "task-1", "h3", t0), t0) // a retry runs again
-
-	MustComplete(t, s, "agent", "task-1", "h3", 200, []byte("done"))
-	if err := s.DeleteIdem(ctx, "agent", "task-1", "h3"); err != nil {
-		t.Fatalf("DeleteIdem completed: %v", err)
-	}
-	wantNotFoundAt(t, s, "agent", "task-1", t0)
-}
-
-func testIdemScopes(t *testing.T, s Store) {
-	a := MustClaim(t, s, claim("agent-a", "task-1", "h1", t0), t0)
-	b := MustClaim(t, s, claim("agent-b", "task-1", "h1", t0), t0)
-	c := MustClaim(t, s, claim("agent-a", "task-2", "h1", t0), t0)
-	// Separators must not make distinct pairs collide.
-	d := MustClaim(t, s, claim("agent-a#KEY", "task-1", "h1", t0), t0)
-	e := MustClaim(t, s, claim("agent-a", "KEY#task-1", "h1", t0), t0)
-	MustComplete(t, s, "agent-a", "task-1", "h1", 200, []byte("a"))
-	sameIdem(t, "agent-a/task-1", MustGet(t, s, "agent-a", "task-1", t0), completed(a, 200, []byte("a")))
-	sameIdem(t, "agent-b/task-1", MustGet(t, s, "agent-b", "task-1", t0), b)
-	sameIdem(t, "agent-a/task-2", MustGet(t, s, "agent-a", "task-2", t0), c)
-	sameIdem(t, "agent-a#KEY/task-1", MustGet(t, s, "agent-a#KEY", "task-1", t0), d)
-	sameIdem(t, "agent-a/KEY#task-1", MustGet(t, s, "agent-a", "KEY#task-1", t0), e)
-}
-
-func testIdemCopies(t *testing.T, s Store) {
-	ctx := context.Background()
-	in := claim("agent", "task-1", "h1", t0)
-	in.Body = []byte("ignored: a claim has no response yet")
-	in.Status = 299
-	got := MustClaim(t, s, in, t0)
-	if got.Body != nil || got.Status != 0 {
-		t.Fatalf("claim kept a response: status %d body %q", got.Status, got.Body)
-	}
-
-	body := []byte("original")
-	MustComplete(t, s, "agent", "task-1", "h1", 200, body)
-	copy(body, "XXXXXXXX")
-	r1 := MustGet(t, s, "agent", "task-1", t0)
-	if string(r1.Body) != "original" {
-		t.Fatalf("store shares the caller's body slice: got %q", r1.Body)
-	}
-	copy(r1.Body, "YYYYYYYY")
-	if r2 := MustGet(t, s, "agent", "task-1", t0); string(r2.Body) != "original" {
-		t.Fatalf("GetIdem returned the store's own body slice: got %q", r2.Body)
-	}
-	r3, err := s.ClaimIdem(ctx, claim("agent", "task-1", "h2", t0), t0)
-	wantErr(t, "claim of a completed key", err, store.ErrExists)
-	copy(r3.Body, "ZZZZZZZZ")
-	if r4 := MustGet(t, s, "agent", "task-1", t0); string(r4.Body) != "original" {
-		t.Fatalf("ClaimIdem returned the store's own body slice: got %q", r4.Body)
-	}
-}
-
-func testIdemBodyRoundTrip(t *testing.T, s Store) {
-	all := make([]byte, 256)
-	for i := range all {
-		all[i] = byte(i)
-	}
-	bodies := map[string][]byte{
-		"binary": all,
-		"empty":  {},
-		"max":    bytes.Repeat([]byte("a"), store.MaxIdemBodyBytes),
-		"json":   []byte(`{"error":"unavailable","message":"ünïcode ✓"}`),
-	}
-	for name, body := range bodies {
-		rec := MustClaim(t, s, claim("agent", name, "h-"+name, t0), t0)
-		MustComplete(t, s, "agent", name, "h-"+name, 503, body)
-		sameIdem(t, "body "+name, MustGet(t, s, "agent", name, t0), completed(rec, 503, body))
-	}
-}
-
-func testIdemInvalid(t *testing.T, s Store) {
-	ctx := context.Background()
-	long := strings.Repeat("k", store.MaxKeyBytes+1)
-	for _, k := range [][2]string{{"", "task"}, {"agent", ""}, {long, "task"}, {"agent", long}, {"agent", "bad\xff"}} {
-		_, err := s.ClaimIdem(ctx, claim(k[0], k[1], "h", t0), t0)
-		wantErr(t, fmt.Sprintf("claim %q/%q", k[0], k[1]), err, store.ErrInvalid)
-		_, err = s.GetIdem(ctx, k[0], k[1], t0)
-		wantErr(t, fmt.Sprintf("get %q/%q", k[0], k[1]), err, store.ErrInvalid)
-		err = s.CompleteIdem(ctx, k[0], k[1], "h", 200, nil)
-		wantErr(t, fmt.Sprintf("complete %q/%q", k[0], k[1]), err, store.ErrInvalid)
-		err = s.DeleteIdem(ctx, k[0], k[1], "h")
-		wantErr(t, fmt.Sprintf("delete %q/%q", k[0], k[1]), err, store.ErrInvalid)
-	}
-
-	dead := claim("agent", "task-1", "h", t0)
-	_, err := s.ClaimIdem(ctx, dead, dead.InProgressUntil)
-	wantErr(t, "claim of a record already past its deadline", err, store.ErrInvalid)
-	_, err = s.ClaimIdem(ctx, store.IdemRecord{Scope: "agent", Key: "task-1"}, t0)
-	wantErr(t, "claim without times", err, store.ErrInvalid)
-	done := claim("agent", "task-1", "h", t0)
-	done.State = store.IdemCompleted
-	_, err = s.ClaimIdem(ctx, done, t0)
-	wantErr(t, "claim in state completed", err, store.ErrInvalid)
-
-	MustClaim(t, s, claim("agent", "task-1", "h", t0), t0)
-	err = s.CompleteIdem(ctx, "agent", "task-1", "h", 200, make([]byte, store.MaxIdemBodyBytes+1))
-	wantErr(t, "complete with an oversized body", err, store.ErrInvalid)
-	if rec := MustGet(t, s, "agent", "task-1", t0); rec.State != store.IdemInProgress {
-		t.Fatalf("refused complete changed the record: %s", fmtIdem(rec))
-	}
-}
-
-// testIdemConcurrentClaims races ClaimRacers claims of one key; the winner
-// completes at once, so losers see either its in-progress or its completed
-// record, and always the winner's.
-func testIdemConcurrentClaims(t *testing.T, s Store) {
-	ctx := context.Background()
-	type result struct {
-		hash string
-		rec  store.IdemRecord
-		err  error
-	}
-	results := make([]result, ClaimRacers)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range results {
-		wg.Go(func() {
-			hash := fmt.Sprintf("h%02d", i)
-			<-start
-			rec, err := s.ClaimIdem(ctx, claim("agent", "race", hash, t0), t0)
-			if err == nil {
-				err = s.CompleteIdem(ctx, "agent", "race", hash, 200, []byte("winner "+hash))
-				if err != nil {
-					err = fmt.Errorf("winner's complete: %w", err)
+// mutate changes every value of it in place, nested ones included.
+func mutate(it store.Item) {
+	for _, v := range it {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			v.Value += "!"
+		case *types.AttributeValueMemberB:
+			for i := range v.Value {
+				v.Value[i]++
+			}
+		case *types.AttributeValueMemberL:
+			for _, x := range v.Value {
+				if s, ok := x.(*types.AttributeValueMemberS); ok {
+					s.Value += "!"
+				}
+				if n, ok := x.(*types.AttributeValueMemberN); ok {
+					n.Value = "99"
 				}
 			}
-			results[i] = result{hash, rec, err}
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	var winner string
-	for _, r := range results {
-		if r.err == nil {
-			if winner != "" {
-				t.Fatalf("two claims won: %s and %s", winner, r.hash)
-			}
-			winner = r.hash
+			v.Value = append(v.Value, S("extra"))
+		case *types.AttributeValueMemberM:
+			mutate(v.Value)
+			v.Value["added"] = S("x")
+		case *types.AttributeValueMemberSS:
+			v.Value[0] = "changed"
+		case *types.AttributeValueMemberNS:
+			v.Value[0] = "12345"
+		case *types.AttributeValueMemberBS:
+			v.Value[0][0]++
 		}
 	}
-	if winner == "" {
-		t.Fatalf("no claim won; first error: %v", results[0].err)
-	}
-	for _, r := range results {
-		if r.hash == winner {
-			continue
-		}
-		if !errors.Is(r.err, store.ErrExists) {
-			t.Fatalf("loser %s: error %v, want ErrExists", r.hash, r.err)
-		}
-		if r.rec.RequestHash != winner {
-			t.Fatalf("loser %s saw %s, want the winner's record (%s)", r.hash, fmtIdem(r.rec), winner)
-		}
-		switch r.rec.State {
-		case store.IdemInProgress:
-		case store.IdemCompleted:
-			if string(r.rec.Body) != "winner "+winner || r.rec.Status != 200 {
-				t.Fatalf("loser %s saw a completed record with the wrong response: %s", r.hash, fmtIdem(r.rec))
-			}
-		default:
-			t.Fatalf("loser %s saw state %q", r.hash, r.rec.State)
-		}
-	}
-	rec := MustGet(t, s, "agent", "race", t0)
-	if rec.State != store.IdemCompleted || rec.RequestHash != winner {
-		t.Fatalf("final record %s, want completed by %s", fmtIdem(rec), winner)
-	}
+	it["mutated"] = S("yes")
 }
 
-func entry(account, id string, cents int64, at time.Time) store.LedgerEntry {
-	return store.LedgerEntry{Account: account, EntryID: id, AmountCents: cents, Memo: "memo " + id, CreatedAt: at}
+// attributeZoo holds every attribute type, with edge values DynamoDB keeps.
+func attributeZoo() store.Item {
+	return item(
+		"s", S("héllo, 世界 😀"),
+		"sEmpty", S(""),
+		"n0", N("0"),
+		"nNeg", N("-17"),
+		"nDec", N("3.14159"),
+		"nBig", N("12345678901234567890123456789012345678"),
+		"nTiny", N("1e-130"),
+		"nHuge", N("-9.9999999999999999999999999999999999999e125"),
+		"nExp", N("1.5E3"),
+		"b", Bin([]byte{0, 1, 254, 255}),
+		"bEmpty", Bin([]byte{}),
+		"t", Bool(true),
+		"f", Bool(false),
+		"null", Null(),
+		"lEmpty", L(),
+		"l", L(S("a"), N("1"), Bool(false), Null(), L(N("2"), L()), M(item("k", S("v"))), Bin([]byte{7})),
+		"mEmpty", M(nil),
+		"m", M(item("a", M(item("b", M(item("c", L(N("-1.5"), SS("x")))))), "empty key", S(""))),
+		"ss", SS("b", "a", "", "ç"),
+		"ns", NS("1", "-2.5", "1e10"),
+		"bs", BS([]byte{1}, []byte{}, []byte{2, 3}),
+		"a name with spaces and ünïcode", S("ok"),
+	)
 }
 
-func sameEntry(t testing.TB, what string, got, want store.LedgerEntry) {
-	t.Helper()
-	if got.Account != want.Account || got.EntryID != want.EntryID || got.Sequence != want.Sequence ||
-		got.AmountCents != want.AmountCents || got.Memo != want.Memo || got.BalanceCents != want.BalanceCents ||
-		!got.CreatedAt.Equal(want.CreatedAt) {
-		t.Fatalf("%s:\n got %+v\nwant %+v", what, got, want)
+func testAttributeTypes(t *testing.T, s store.Store) {
+	k := key("types", "1")
+	zoo := attributeZoo()
+	put(t, s, k, zoo)
+	want := stored(k, attributeZoo())
+	got := get(t, s, k)
+	for name, v := range want {
+		if !store.Equal(got[name], v) {
+			t.Errorf("attribute %s: got %s, want %s", name, showValue(got[name]), showValue(v))
+		}
 	}
-}
-
-func mustBalance(t testing.TB, s Store, account string) store.Balance {
-	t.Helper()
-	b, err := s.LedgerBalance(context.Background(), account)
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("extra attribute %s: %s", name, showValue(got[name]))
+		}
+	}
+	// The same values through Update's SET and the returned item.
+	k2 := key("types", "2")
+	up := store.Update(k2)
+	for name, v := range attributeZoo() {
+		up = up.SetAttr(name, v)
+	}
+	out := write(t, s, up.Returning())
+	if !sameItem(out[0], stored(k2, attributeZoo())) {
+		t.Errorf("Update returned\n %s\nwant\n %s", show(out[0]), show(stored(k2, attributeZoo())))
+	}
+	wantItem(t, s, k2, stored(k2, attributeZoo()))
+	// And through Query.
+	page, err := s.Query(t.Context(), store.Query{PK: "types"})
 	if err != nil {
-		t.Fatalf("LedgerBalance(%s): %v", account, err)
+		t.Fatal(err)
 	}
-	return b
-}
-
-func mustList(t testing.TB, s Store, account string) []store.LedgerEntry {
-	t.Helper()
-	es, err := s.ListLedger(context.Background(), account)
-	if err != nil {
-		t.Fatalf("ListLedger(%s): %v", account, err)
-	}
-	return es
-}
-
-func testLedgerEmpty(t *testing.T, s Store) {
-	_, err := s.LedgerBalance(context.Background(), "acct")
-	wantErr(t, "LedgerBalance of an empty account", err, store.ErrNotFound)
-	es, err := s.ListLedger(context.Background(), "acct")
-	if err != nil || es == nil || len(es) != 0 {
-		t.Fatalf("ListLedger of an empty account = %v (nil: %t), %v; want an empty slice", es, es == nil, err)
+	if len(page.Items) != 2 || !sameItem(page.Items[0], want) || !sameItem(page.Items[1], stored(k2, attributeZoo())) {
+		t.Errorf("Query returned %d items, not the two stored ones", len(page.Items))
 	}
 }
 
-func testLedgerAppend(t *testing.T, s Store) {
-	amounts := []int64{100, -30, 5, 1_000_000_000, -1_000_000_000}
-	var want []store.LedgerEntry
-	var balance int64
-	for i, cents := range amounts {
-		e := entry("acct", fmt.Sprintf("e%d", i+1), cents, t0.Add(time.Duration(i)*time.Millisecond))
-		if i == 0 {
-			e.Memo = "" // optional
-			e.CreatedAt = time.Time{}
-		}
-		e.Sequence, e.BalanceCents = 99, 99 // the store assigns these
-		balance += cents
-		w := e
-		w.Sequence, w.BalanceCents = int64(i+1), balance
-		sameEntry(t, "AppendLedger result", MustAppend(t, s, e), w)
-		want = append(want, w)
-	}
-	got := mustList(t, s, "acct")
-	if len(got) != len(want) {
-		t.Fatalf("ListLedger: %d entries, want %d", len(got), len(want))
-	}
-	for i := range want {
-		sameEntry(t, fmt.Sprintf("ListLedger[%d]", i), got[i], want[i])
-	}
-	if !got[0].CreatedAt.IsZero() {
-		t.Fatalf("zero CreatedAt came back as %s", got[0].CreatedAt)
-	}
-	if b := mustBalance(t, s, "acct"); b != (store.Balance{Account: "acct", BalanceCents: balance, Entries: int64(len(amounts))}) {
-		t.Fatalf("LedgerBalance = %+v, want balance %d over %d entries", b, balance, len(amounts))
-	}
-}
-
-func testLedgerDuplicate(t *testing.T, s Store) {
-	ctx := context.Background()
-	first := MustAppend(t, s, entry("acct", "e1", 100, t0))
-	again := entry("acct", "e1", 999, t0.Add(time.Hour))
-	again.Memo = "a different memo"
-	got, err := s.AppendLedger(ctx, again)
-	wantErr(t, "append of an existing entry id", err, store.ErrExists)
-	sameEntry(t, "entry returned with ErrExists", got, first)
-	if b := mustBalance(t, s, "acct"); b.BalanceCents != 100 || b.Entries != 1 {
-		t.Fatalf("duplicate append changed the balance: %+v", b)
-	}
-	second := MustAppend(t, s, entry("acct", "e2", 1, t0))
-	if second.Sequence != 2 || second.BalanceCents != 101 {
-		t.Fatalf("append after a duplicate: sequence %d balance %d, want 2 and 101", second.Sequence, second.BalanceCents)
-	}
-}
-
-func testLedgerAccounts(t *testing.T, s Store) {
-	a := MustAppend(t, s, entry("alice", "e1", 10, t0))
-	b := MustAppend(t, s, entry("bob", "e1", 20, t0)) // entry ids are per account
-	c := MustAppend(t, s, entry("alice#ACCOUNT", "e1", 30, t0))
-	for _, e := range []store.LedgerEntry{a, b, c} {
-		if e.Sequence != 1 || e.BalanceCents != e.AmountCents {
-			t.Fatalf("first entry of %s: %+v", e.Account, e)
-		}
-	}
-	if got := mustBalance(t, s, "alice"); got.BalanceCents != 10 || got.Entries != 1 {
-		t.Fatalf("alice: %+v", got)
-	}
-	if got := mustList(t, s, "bob"); len(got) != 1 || got[0].AmountCents != 20 {
-		t.Fatalf("bob's entries: %+v", got)
-	}
-}
-
-func testLedgerInvalid(t *testing.T, s Store) {
-	ctx := context.Background()
-	long := strings.Repeat("a", store.MaxKeyBytes+1)
-	for _, e := range []store.LedgerEntry{
-		entry("", "e1", 1, t0),
-		entry("acct", "", 1, t0),
-		entry(long, "e1", 1, t0),
-		entry("acct", long, 1, t0),
-		entry("acct\xff", "e1", 1, t0),
-		{Account: "acct", EntryID: "e1", AmountCents: 1, Memo: strings.Repeat("m", store.MaxMemoBytes+1)},
-		{Account: "acct", EntryID: "e1", AmountCents: 1, Memo: "bad\xff"},
-	} {
-		_, err := s.AppendLedger(ctx, e)
-		wantErr(t, fmt.Sprintf("append %.20q/%.20q memo %.20q", e.Account, e.EntryID, e.Memo), err, store.ErrInvalid)
-	}
-	_, err := s.LedgerBalance(ctx, "")
-	wantErr(t, "balance of an empty account name", err, store.ErrInvalid)
-	_, err = s.ListLedger(ctx, "")
-	wantErr(t, "list of an empty account name", err, store.ErrInvalid)
-	_, err = s.LedgerBalance(ctx, "acct")
-	wantErr(t, "balance after refused appends", err, store.ErrNotFound)
-
-	full := entry("acct", "e1", 1, t0)
-	full.Memo = strings.Repeat("m", store.MaxMemoBytes)
-	if got := MustAppend(t, s, full); got.Memo != full.Memo {
-		t.Fatalf("memo of %d bytes did not round-trip", store.MaxMemoBytes)
-	}
-}
-
-// testLedgerConcurrentAppends races AppendRacers appends on one account:
-// sequences must be exactly 1..AppendRacers and every running balance must
-// match the entries before it.
-func testLedgerConcurrentAppends(t *testing.T, s Store) {
-	ctx := context.Background()
-	errs := make([]error, AppendRacers)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	var sum int64
-	for i := range AppendRacers {
-		cents := int64(i*7 - 500)
-		sum += cents
-		wg.Go(func() {
-			<-start
-			_, errs[i] = s.AppendLedger(ctx, entry("hot", fmt.Sprintf("e%03d", i), cents, t0))
-		})
-	}
-	close(start)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("append e%03d: %v", i, err)
-		}
-	}
-	checkLedger(t, s, "hot", AppendRacers, sum)
-}
-
-// checkLedger verifies the invariants of an account: sequences 1..n without
-// gaps or repeats, each entry's balance equals the previous balance plus its
-// amount, distinct entry ids, and a Balance that agrees.
-func checkLedger(t testing.TB, s Store, account string, n int, sum int64) {
-	t.Helper()
-	es := mustList(t, s, account)
-	if len(es) != n {
-		t.Fatalf("%s: %d entries, want %d", account, len(es), n)
-	}
-	var running int64
-	ids := make(map[string]bool, n)
-	for i, e := range es {
-		running += e.AmountCents
-		if e.Sequence != int64(i+1) || e.BalanceCents != running || ids[e.EntryID] {
-			t.Fatalf("%s: entry %d is %+v (running balance %d, id seen before: %t)", account, i, e, running, ids[e.EntryID])
-		}
-		ids[e.EntryID] = true
-	}
-	if running != sum {
-		t.Fatalf("%s: balance %d, want %d", account, running, sum)
-	}
-	if b := mustBalance(t, s, account); b.BalanceCents != sum || b.Entries != int64(n) {
-		t.Fatalf("%s: LedgerBalance %+v, want %d over %d entries", account, b, sum, n)
-	}
-}
-
-func testLedgerConcurrentDuplicates(t *testing.T, s Store) {
-	ctx := context.Background()
-	type result struct {
-		e   store.LedgerEntry
-		err error
-	}
-	results := make([]result, DuplicateRacers)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range results {
-		wg.Go(func() {
-			<-start
-			e, err := s.AppendLedger(ctx, entry("acct", "same", int64(i+1), t0))
-			results[i] = result{e, err}
-		})
-	}
-	close(start)
-	wg.Wait()
-	var won *store.LedgerEntry
-	for i, r := range results {
-		if r.err == nil {
-			if won != nil {
-				t.Fatalf("two appends of one entry id succeeded: %+v and %+v", *won, r.e)
-			}
-			won = &results[i].e
-		}
-	}
-	if won == nil {
-		t.Fatalf("no append succeeded; first error: %v", results[0].err)
-	}
-	for _, r := range results {
-		if r.err == nil {
-			continue
-		}
-		if !errors.Is(r.err, store.ErrExists) {
-			t.Fatalf("duplicate append: %v, want ErrExists", r.err)
-		}
-		sameEntry(t, "entry returned to a duplicate", r.e, *won)
-	}
-	checkLedger(t, s, "acct", 1, won.AmountCents)
+// testExpiresAt: the TTL attribute is stored as written and must be a
+// number (the sweepers read it).
+func testExpiresAt(t *testing.T, s store.Store) {
+	k := key("ttl", "future")
+	put(t, s, k, item("expiresAt", N("4102444800"), "v", S("x"))) // 2100
+	wantItem(t, s, k, stored(k, item("expiresAt", N("4102444800"), "v", S("x"))))
+	_, err := s.Write(t.Context(), store.Put(key("ttl", "bad"), item("expiresAt", S("tomorrow"))))
+	wantErr(t, "expiresAt as a string", err, store.ErrInvalid)
 }
