@@ -178,3 +178,14 @@ func TestOldLayoutRefused(t *testing.T) {
 		t.Fatalf("refusal does not say what to do: %v", err)
 	}
 }
+
+func BenchmarkBolt(b *testing.B) {
+	embeddedtest.Bench(b, func(b *testing.B) store.Store {
+		s, err := bolt.Open(filepath.Join(b.TempDir(), bolt.DefaultFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

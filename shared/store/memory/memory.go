@@ -203,12 +203,7 @@ func (s *Store) apply(changes []embedded.Change, byTTL bool) {
 		if !embedded.Changed(c) {
 			continue
 		}
-		if c.Old != nil {
-			s.unlink(c.Key, c.Old)
-		}
-		if c.New != nil {
-			s.link(c.Key, c.New)
-		}
+		s.relink(c.Key, c.Old, c.New)
 		s.seq++
 		s.log = append(s.log, logEntry{seq: s.seq, at: now, change: c, byTTL: byTTL})
 		appended = true
@@ -219,43 +214,48 @@ func (s *Store) apply(changes []embedded.Change, byTTL bool) {
 	}
 }
 
-// link stores it in the table, in gsi1 when it carries both index keys, and
-// in the expiry map when it has an expiresAt.
-func (s *Store) link(k store.Key, it store.Item) {
-	p := s.table[k.PK]
-	if p == nil {
-		p = &partition{}
-		s.table[k.PK] = p
+// relink replaces the stored item old (nil: none) at k with new (nil:
+// none) in the table, in gsi1 (only items carrying both index keys are
+// there) and in the expiry map. An entry whose order key stays the same is
+// overwritten in place, which keeps an update of a partition's first item
+// from shifting the whole partition twice.
+func (s *Store) relink(k store.Key, old, new store.Item) {
+	tk := embedded.TableOrder(k.SK)
+	if new != nil {
+		place(s.table, k.PK, tk, new)
+	} else {
+		remove(s.table, k.PK, tk)
 	}
-	p.put(embedded.TableOrder(k.SK), it)
-	if ipk, isk, ok := embedded.IndexKeys(it); ok {
-		ip := s.index[ipk]
-		if ip == nil {
-			ip = &partition{}
-			s.index[ipk] = ip
-		}
-		ip.put(embedded.IndexOrder(isk, k.PK, k.SK), it)
+	oldPK, oldSK, inOld := embedded.IndexKeys(old)
+	newPK, newSK, inNew := embedded.IndexKeys(new)
+	if inOld && (!inNew || oldPK != newPK || oldSK != newSK) {
+		remove(s.index, oldPK, embedded.IndexOrder(oldSK, k.PK, k.SK))
 	}
-	if at, ok := embedded.Expiry(it); ok {
+	if inNew {
+		place(s.index, newPK, embedded.IndexOrder(newSK, k.PK, k.SK), new)
+	}
+	if at, ok := embedded.Expiry(new); ok {
 		s.expiring[k] = at
+	} else {
+		delete(s.expiring, k)
 	}
 }
 
-// unlink removes the stored item old from everywhere link put it.
-func (s *Store) unlink(k store.Key, old store.Item) {
-	if p := s.table[k.PK]; p != nil {
-		if p.delete(embedded.TableOrder(k.SK)); p.len() == 0 {
-			delete(s.table, k.PK)
+func place(parts map[string]*partition, pk, key string, it store.Item) {
+	p := parts[pk]
+	if p == nil {
+		p = &partition{}
+		parts[pk] = p
+	}
+	p.put(key, it)
+}
+
+func remove(parts map[string]*partition, pk, key string) {
+	if p := parts[pk]; p != nil {
+		if p.delete(key); p.len() == 0 {
+			delete(parts, pk)
 		}
 	}
-	if ipk, isk, ok := embedded.IndexKeys(old); ok {
-		if ip := s.index[ipk]; ip != nil {
-			if ip.delete(embedded.IndexOrder(isk, k.PK, k.SK)); ip.len() == 0 {
-				delete(s.index, ipk)
-			}
-		}
-	}
-	delete(s.expiring, k)
 }
 
 // Sweep deletes every item whose expiresAt is before now, as DynamoDB's TTL
