@@ -237,7 +237,10 @@ func getItem(tx *bbolt.Tx, k store.Key) (store.Item, error) {
 }
 
 // Get returns the item at k.
-func (s *Store) Get(_ context.Context, k store.Key) (store.Item, error) {
+func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bolt: get %s: %w", k, err)
+	}
 	if err := store.ValidateKey(k); err != nil {
 		return nil, fmt.Errorf("bolt: get %s: %w", k, err)
 	}
@@ -257,7 +260,10 @@ func (s *Store) Get(_ context.Context, k store.Key) (store.Item, error) {
 }
 
 // Query reads one page of a partition of the table or of gsi1.
-func (s *Store) Query(_ context.Context, q store.Query) (store.Page, error) {
+func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Page{}, fmt.Errorf("bolt: query: %w", err)
+	}
 	var page store.Page
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
@@ -327,7 +333,12 @@ func scan(tx *bbolt.Tx, index, pk string, b embedded.Bounds, backward bool, fn f
 }
 
 // Write applies actions atomically in one transaction (see store.Store).
-func (s *Store) Write(_ context.Context, actions ...store.Action) ([]store.Item, error) {
+func (s *Store) Write(ctx context.Context, actions ...store.Action) ([]store.Item, error) {
+	// A caller that gave up before the write started must not have it
+	// applied behind its back.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bolt: write: %w", err)
+	}
 	var results []store.Item
 	now := s.now()
 	err := s.update(func(tx *bbolt.Tx) error {

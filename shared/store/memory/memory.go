@@ -137,7 +137,10 @@ func (s *Store) Close() error {
 }
 
 // Get returns a copy of the item at k.
-func (s *Store) Get(_ context.Context, k store.Key) (store.Item, error) {
+func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: get %s: %w", k, err)
+	}
 	if err := store.ValidateKey(k); err != nil {
 		return nil, fmt.Errorf("memory: get %s: %w", k, err)
 	}
@@ -160,7 +163,10 @@ func (s *Store) get(k store.Key) store.Item {
 }
 
 // Query reads one page of a partition of the table or of gsi1.
-func (s *Store) Query(_ context.Context, q store.Query) (store.Page, error) {
+func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Page{}, fmt.Errorf("memory: query: %w", err)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	page, err := embedded.Query(q, s.cursors, s.scan)
@@ -182,7 +188,12 @@ func (s *Store) scan(index, pk string, b embedded.Bounds, backward bool, fn func
 }
 
 // Write applies actions atomically (see store.Store).
-func (s *Store) Write(_ context.Context, actions ...store.Action) ([]store.Item, error) {
+func (s *Store) Write(ctx context.Context, actions ...store.Action) ([]store.Item, error) {
+	// A caller that gave up before the write started must not have it
+	// applied behind its back.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: write: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	results, changes, err := embedded.Plan(actions, func(k store.Key) (store.Item, error) { return s.get(k), nil })
