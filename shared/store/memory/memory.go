@@ -8,8 +8,9 @@
 // copied in and out, so a caller never shares memory with the store.
 //
 // Every committed change is also appended to the engine's change feed
-// (store.Feed); records are dropped once every consumer has committed them,
-// and after 24 hours regardless, as DynamoDB Streams does. A background
+// (store.Feed); records are dropped after 24 hours, as DynamoDB Streams
+// does, and sooner once every named consumer has committed them
+// (WithFeedConsumers). A background
 // sweeper deletes items past their expiresAt, as DynamoDB's TTL does, so
 // memory stays bounded by live data. The semantics shared with the bolt
 // engine (conditions, updates, paging, records) live in
