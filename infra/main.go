@@ -4,10 +4,21 @@
 //
 // It deploys what the checkout contains: one Lambda per functions/* folder
 // with the code `make build` wrote to build/<name>/bootstrap, every route of
-// shared/routes, and the table of shared/store/schema. Context values:
+// shared/routes, and the table of shared/store/schema. cdk-nag's
+// AwsSolutions and Serverless packs run on every synth (stack.Nag): an
+// unsuppressed finding fails it. Context values (cdk.json, or -c key=value):
 //
-//	stage     deployment name, default "dev"; "prod" retains data on delete
-//	buildDir  where the built functions are, default <repo>/build
+//	stage                deployment name, default "dev"; "prod" retains data on delete
+//	buildDir             where the built functions are, default <repo>/build
+//	reservedConcurrency  per-function reserved concurrency overriding the
+//	                     default of stack.DefaultReservedConcurrency (10), e.g.
+//	                     -c reservedConcurrency=fixture-ledger=20,fixture-messy=5
+//	accountConcurrency   the account's Lambda concurrency quota, default 1000;
+//	                     the reservations must leave 100 of it unreserved
+//
+// cdk.json also sets the feature flags that the aws-cdk-lib in go.mod
+// recommends (its CURRENTLY_RECOMMENDED_FLAGS, what `cdk init` writes); the
+// infra tests fail when an upgrade recommends one cdk.json lacks.
 package main
 
 import (
@@ -58,12 +69,25 @@ func run() error {
 			return fmt.Errorf("function %s has no built binary (%v): run `make build` first", fn.Name, err)
 		}
 	}
+	reserved, err := stack.ParseReservedConcurrency(app.Node().TryGetContext(jsii.String("reservedConcurrency")))
+	if err != nil {
+		return err
+	}
+	account := 0
+	if v := app.Node().TryGetContext(jsii.String("accountConcurrency")); v != nil {
+		if account, err = stack.ParseCount(v); err != nil {
+			return fmt.Errorf("accountConcurrency: %w", err)
+		}
+	}
+	stack.Nag(app, true)
 	if _, err := stack.New(app, stack.Props{
-		Stage:     contextString(app, "stage", "dev"),
-		Routes:    routeList,
-		Functions: functions,
-		Table:     schema.Default(),
-		AssetDir:  func(name string) string { return filepath.Join(buildDir, name) },
+		Stage:               contextString(app, "stage", "dev"),
+		Routes:              routeList,
+		Functions:           functions,
+		Table:               schema.Default(),
+		AssetDir:            func(name string) string { return filepath.Join(buildDir, name) },
+		ReservedConcurrency: reserved,
+		AccountConcurrency:  account,
 	}); err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ import (
 // Bounds on each step, so a hung build, emulator or function fails the test
 // instead of the whole `go test` timeout.
 const (
-	buildTimeout  = 3 * time.Minute
+	buildTimeout  = 10 * time.Minute
 	startTimeout  = 15 * time.Second
 	invokeTimeout = 30 * time.Second
 	reportTimeout = 10 * time.Second

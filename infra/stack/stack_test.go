@@ -1,9 +1,16 @@
 package stack_test
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -16,6 +23,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store/schema"
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -34,15 +42,21 @@ func TestMain(m *testing.M) {
 }
 
 // synthesized is one synthesized stack: the assertions template for
-// pattern checks and its JSON as plain Go values for whole-template scans.
-// Synthesizing costs seconds, so each test builds one and runs every check
-// against it.
+// pattern checks and its JSON as plain Go values for whole-template scans,
+// the cdk-nag annotations and report rows. Synthesizing costs seconds, so
+// each test builds one and runs every check against it.
 type synthesized struct {
-	stack     *stack.Stack
-	props     stack.Props
-	template  assertions.Template
-	resources map[string]resource
-	outputs   map[string]any
+	stack       *stack.Stack
+	props       stack.Props
+	template    assertions.Template
+	annotations assertions.Annotations
+	resources   map[string]resource
+	outputs     map[string]any
+	// paths maps each resource's construct path (what cdk-nag reports) to
+	// its logical id.
+	paths map[string]string
+	// nag holds the distinct rows of the AwsSolutions and Serverless reports.
+	nag []nagRow
 }
 
 type resource struct {
@@ -50,10 +64,18 @@ type resource struct {
 	Properties     map[string]any `json:"Properties"`
 	DeletionPolicy string         `json:"DeletionPolicy"`
 	UpdateReplace  string         `json:"UpdateReplacePolicy"`
+	Metadata       map[string]any `json:"Metadata"`
 }
 
-// synth builds props into a fresh app. Asset directories are temporary
-// folders holding a dummy bootstrap, so the tests need no `make build`.
+// nagRow is one line of a cdk-nag report: a rule applied to a resource.
+type nagRow struct {
+	Rule, Resource, Compliance, Reason, Level string
+}
+
+// synth builds props into a fresh app configured as `cdk synth` configures
+// it: cdk.json's context (the feature flags) and cdk-nag's packs with
+// reports. Asset directories are temporary folders holding a dummy
+// bootstrap, so the tests need no `make build`.
 func synth(t *testing.T, props stack.Props) *synthesized {
 	t.Helper()
 	assets := t.TempDir()
@@ -67,12 +89,14 @@ func synth(t *testing.T, props stack.Props) *synthesized {
 		}
 	}
 	props.AssetDir = func(name string) string { return filepath.Join(assets, name) }
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	out := t.TempDir()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: cdkContext(t)})
+	stack.Nag(app, true)
 	s, err := stack.New(app, props)
 	if err != nil {
 		t.Fatalf("stack.New: %v", err)
 	}
-	tmpl := assertions.Template_FromStack(s.Stack, nil)
+	tmpl := synthesize(t, s.Stack)
 	raw, err := json.Marshal(tmpl.ToJSON())
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +113,80 @@ func synth(t *testing.T, props stack.Props) *synthesized {
 		counts[r.Type]++
 	}
 	t.Logf("%s: %d resources %v", *s.StackName(), len(doc.Resources), counts)
-	return &synthesized{stack: s, props: props, template: tmpl, resources: doc.Resources, outputs: doc.Outputs}
+	paths := map[string]string{}
+	for _, c := range *s.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		if el, ok := c.(awscdk.CfnElement); ok {
+			if id, ok := s.Resolve(el.LogicalId()).(string); ok {
+				paths[*c.Node().Path()] = id
+			}
+		}
+	}
+	return &synthesized{
+		stack: s, props: props, template: tmpl, annotations: assertions.Annotations_FromStack(s.Stack),
+		resources: doc.Resources, outputs: doc.Outputs, paths: paths, nag: nagReports(t, out, *s.StackName()),
+	}
+}
+
+// synthesize runs the synthesis, where cdk-nag and the CDK's own template
+// validation run; an error there (printed above by the CDK) fails the test
+// instead of panicking through the whole test binary.
+func synthesize(t *testing.T, st awscdk.Stack) (tmpl assertions.Template) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("synthesis failed (cdk-nag findings are printed above): %v", r)
+		}
+	}()
+	return assertions.Template_FromStack(st, nil)
+}
+
+// cdkContext is the context of infra/cdk.json, which `cdk synth` hands the
+// app: the feature flags change the template, so the tests use them too.
+func cdkContext(t *testing.T) *map[string]any {
+	t.Helper()
+	root, err := repo.Root(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := repo.CDKContext(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ctx
+}
+
+// nagReports reads the distinct rows of the packs' CSV reports in the cloud
+// assembly directory. A pack appends to its report on every synthesis of
+// the app, hence the dedup.
+func nagReports(t *testing.T, dir, stackName string) []nagRow {
+	t.Helper()
+	var rows []nagRow
+	seen := map[nagRow]bool{}
+	for _, pack := range []string{"AwsSolutions", "Serverless"} {
+		f, err := os.Open(filepath.Join(dir, pack+"--"+stackName+"-NagReport.csv"))
+		if err != nil {
+			t.Fatalf("cdk-nag %s report: %v", pack, err)
+		}
+		recs, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatalf("cdk-nag %s report: %v", pack, err)
+		}
+		if len(recs) < 2 {
+			t.Fatalf("cdk-nag %s report has no rows", pack)
+		}
+		for _, r := range recs[1:] {
+			if len(r) < 5 {
+				t.Fatalf("cdk-nag %s report row %v", pack, r)
+			}
+			row := nagRow{Rule: r[0], Resource: r[1], Compliance: r[2], Reason: r[3], Level: r[4]}
+			if !seen[row] {
+				seen[row] = true
+				rows = append(rows, row)
+			}
+		}
+	}
+	return rows
 }
 
 // checkAssertion runs an assertions call, which reports a mismatch by
@@ -294,6 +391,8 @@ func checkCommon(t *testing.T, s *synthesized) {
 	t.Run("functions", func(t *testing.T) { checkFunctions(t, s) })
 	t.Run("table", func(t *testing.T) { checkTable(t, s) })
 	t.Run("iam", func(t *testing.T) { checkIAM(t, s) })
+	t.Run("stage", func(t *testing.T) { checkStage(t, s) })
+	t.Run("nag", func(t *testing.T) { checkNag(t, s) })
 	t.Run("outputs", func(t *testing.T) {
 		for _, name := range []string{"ApiUrl", "TableName"} {
 			if _, ok := s.outputs[name]; !ok {
@@ -444,6 +543,22 @@ func checkFunctions(t *testing.T, s *synthesized) {
 		} else if g.Properties["RetentionInDays"] != retention {
 			t.Errorf("%s: log retention %v days, want %v", fn.Name, g.Properties["RetentionInDays"], retention)
 		}
+		// Lambda keeps the functions' JSON lines as JSON (DESIGN §2: logs
+		// are JSON in Lambda) and filters on their level.
+		for k, want := range map[string]string{"LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "INFO"} {
+			if logging[k] != want {
+				t.Errorf("%s: LoggingConfig.%s = %v, want %s", fn.Name, k, logging[k], want)
+			}
+		}
+		// Its own reservation: a flood elsewhere cannot take it, and it
+		// cannot take more.
+		want := stack.DefaultReservedConcurrency
+		if n, ok := s.props.ReservedConcurrency[fn.Name]; ok {
+			want = n
+		}
+		if p["ReservedConcurrentExecutions"] != float64(want) {
+			t.Errorf("%s: ReservedConcurrentExecutions %v, want %d", fn.Name, p["ReservedConcurrentExecutions"], want)
+		}
 		// The code is the function's own asset, i.e. build/<name>.
 		if code, _ := p["Code"].(map[string]any); code["S3Key"] == nil {
 			t.Errorf("%s: Code %v is not an asset", fn.Name, p["Code"])
@@ -456,9 +571,173 @@ func checkFunctions(t *testing.T, s *synthesized) {
 			"Handler":       "bootstrap",
 		})
 	})
-	checkAssertion(t, "one log group per function", func() {
-		s.template.ResourceCountIs(jsii.String("AWS::Logs::LogGroup"), jsii.Number(float64(len(s.props.Functions))))
+	checkAssertion(t, "one log group per function and the access log", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::Logs::LogGroup"), jsii.Number(float64(len(s.props.Functions)+1)))
 	})
+	checkAssertion(t, "every function logs JSON", func() {
+		s.template.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"LoggingConfig": assertions.Match_ObjectLike(&map[string]any{"LogFormat": "JSON"}),
+		})
+	})
+	total := 0
+	for _, fn := range s.props.Functions {
+		n, _ := s.resources[s.logicalID(t, s.stack.Functions[fn.Name])].Properties["ReservedConcurrentExecutions"].(float64)
+		total += int(n)
+	}
+	t.Logf("reserved concurrency: %d in total over %d functions", total, len(s.props.Functions))
+	if limit := stack.DefaultAccountConcurrency - stack.MinUnreservedConcurrency; s.props.AccountConcurrency == 0 && total > limit {
+		t.Errorf("reserved concurrency totals %d, over the %d a default account allows", total, limit)
+	}
+}
+
+// accessLogFields are the access log fields DESIGN §9 asks for, each with
+// the API Gateway variable it must carry, written out here so that a change
+// in the stack shows up as a failure.
+var accessLogFields = map[string]string{
+	"requestId":               "$context.requestId",
+	"routeKey":                "$context.routeKey",
+	"status":                  "$context.status",
+	"integrationStatus":       "$context.integrationStatus",
+	"integrationError":        "$context.integration.error",
+	"integrationErrorMessage": "$context.integrationErrorMessage",
+	"responseLatency":         "$context.responseLatency",
+	"integrationLatency":      "$context.integrationLatency",
+	"integrationRequestId":    "$context.integration.requestId",
+}
+
+// checkStage checks the production shape of the API stage (DESIGN §9):
+// default route throttling and JSON access logs to a log group with a
+// retention.
+func checkStage(t *testing.T, s *synthesized) {
+	stages := s.ofType("AWS::ApiGatewayV2::Stage")
+	if len(stages) != 1 {
+		t.Fatalf("%d stages, want 1", len(stages))
+	}
+	checkAssertion(t, "default route throttling", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), map[string]any{
+			"StageName": "$default",
+			"ApiId":     map[string]any{"Ref": s.logicalID(t, s.stack.API)},
+			"DefaultRouteSettings": map[string]any{
+				"ThrottlingRateLimit":  stack.ThrottleRateLimit,
+				"ThrottlingBurstLimit": stack.ThrottleBurstLimit,
+			},
+		})
+	})
+	if stack.ThrottleBurstLimit < stack.ThrottleRateLimit {
+		t.Errorf("burst %d below rate %d: API Gateway would cap the rate at the burst", stack.ThrottleBurstLimit, stack.ThrottleRateLimit)
+	}
+	for id, st := range stages {
+		settings, _ := st.Properties["AccessLogSettings"].(map[string]any)
+		if settings == nil {
+			t.Fatalf("stage %s: no AccessLogSettings", id)
+		}
+		format, _ := settings["Format"].(string)
+		var fields map[string]any
+		if err := json.Unmarshal([]byte(format), &fields); err != nil {
+			t.Fatalf("stage %s: access log format is not a JSON object: %v: %s", id, err, format)
+		}
+		for name, variable := range accessLogFields {
+			if fields[name] != variable {
+				t.Errorf("stage %s: access log field %s = %v, want %q", id, name, fields[name], variable)
+			}
+		}
+		if fields["requestId"] == nil {
+			t.Errorf("stage %s: access log without the request id", id)
+		}
+		if got := stack.AccessLogFormat(); got != format {
+			t.Errorf("stage %s: format %s, want stack.AccessLogFormat() %s", id, format, got)
+		}
+		groupID := s.logicalID(t, s.stack.AccessLog)
+		dest, _ := json.Marshal(settings["DestinationArn"])
+		if !strings.Contains(string(dest), `"`+groupID+`"`) {
+			t.Errorf("stage %s: access logs go to %s, not to the access log group %s", id, dest, groupID)
+		}
+		retention := 30.0
+		if s.props.Stage == stack.ProdStage {
+			retention = 90
+		}
+		if g := s.resources[groupID]; g.Properties["RetentionInDays"] != retention {
+			t.Errorf("access log group: retention %v days, want %v", g.Properties["RetentionInDays"], retention)
+		}
+	}
+}
+
+// checkNag checks cdk-nag's verdict on the stack: both packs ran, nothing
+// is left as an error or warning, every suppression has a written reason,
+// and every suppression in the template is used (a rule fired on that very
+// resource), so none outlives the finding it was written for.
+func checkNag(t *testing.T, s *synthesized) {
+	levels := map[string]any{
+		"error":   s.annotations.FindError(jsii.String("*"), assertions.Match_AnyValue()),
+		"warning": s.annotations.FindWarning(jsii.String("*"), assertions.Match_AnyValue()),
+	}
+	for _, level := range []string{"error", "warning"} {
+		// Decoded from JSON rather than read as cxapi.SynthesisMessage,
+		// whose Go type is deprecated.
+		raw, err := json.Marshal(levels[level])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []struct {
+			ID    string `json:"id"`
+			Entry struct {
+				Data any `json:"data"`
+			} `json:"entry"`
+		}
+		if err := json.Unmarshal(raw, &msgs); err != nil {
+			t.Fatalf("%s annotations: %v: %s", level, err, raw)
+		}
+		for _, m := range msgs {
+			t.Errorf("%s at %s: %v", level, m.ID, m.Entry.Data)
+		}
+	}
+	packs := map[string]int{}
+	suppressed := map[string]bool{} // "<path> <rule>"
+	for _, r := range s.nag {
+		pack, _, _ := strings.Cut(r.Rule, "-")
+		packs[pack]++
+		switch r.Compliance {
+		case "Compliant", "N/A":
+		case "Suppressed":
+			suppressed[r.Resource+" "+r.Rule] = true
+			if len(r.Reason) < 40 {
+				t.Errorf("%s on %s suppressed with reason %q", r.Rule, r.Resource, r.Reason)
+			}
+		default:
+			t.Errorf("%s on %s: %s (%s)", r.Rule, r.Resource, r.Compliance, r.Level)
+		}
+	}
+	if packs["AwsSolutions"] == 0 || packs["Serverless"] == 0 {
+		t.Errorf("rules evaluated per pack: %v; want both AwsSolutions and Serverless", packs)
+	}
+	// What the production shape is for: these rules must pass outright.
+	for _, rule := range []string{"AwsSolutions-APIG1", "Serverless-APIGWAccessLogging", "Serverless-APIGWStructuredLogging",
+		"Serverless-APIGWDefaultThrottling", "AwsSolutions-DDB3", "Serverless-CloudWatchLogGroupRetentionPeriod"} {
+		if !slices.ContainsFunc(s.nag, func(r nagRow) bool { return r.Rule == rule && r.Compliance == "Compliant" }) {
+			t.Errorf("%s: no Compliant verdict", rule)
+		}
+	}
+	byID := map[string]string{}
+	for path, id := range s.paths {
+		byID[id] = path
+	}
+	count := 0
+	for id, r := range s.resources {
+		md, _ := r.Metadata["cdk_nag"].(map[string]any)
+		for _, raw := range asList(md["rules_to_suppress"]) {
+			sup, _ := raw.(map[string]any)
+			rule, _ := sup["id"].(string)
+			reason, _ := sup["reason"].(string)
+			count++
+			if len(reason) < 40 {
+				t.Errorf("%s: suppression of %s has no written reason: %q", id, rule, reason)
+			}
+			if !suppressed[byID[id]+" "+rule] {
+				t.Errorf("%s (%s): suppression of %s is not used; remove it", id, byID[id], rule)
+			}
+		}
+	}
+	t.Logf("cdk-nag: %d rule verdicts %v, %d suppressions in the template", len(s.nag), packs, count)
 }
 
 func checkTable(t *testing.T, s *synthesized) {
@@ -639,12 +918,18 @@ var (
 		Name: "test-dispatcher", MemoryMB: 256, TimeoutSeconds: 60, Table: routes.ReadWrite,
 		Env: map[string]string{"DISPATCH_TIMEOUT": "5s"},
 		Triggers: []routes.Trigger{
-			{Kind: routes.StreamTrigger},
+			{Kind: routes.StreamTrigger, BatchSize: 25, BatchWindowSeconds: 5, ReportBatchItemFailures: true},
 			{Kind: routes.ScheduleTrigger, Schedule: "rate(1 minute)"},
 		},
 	}
+	// tailer has a stream trigger with every setting left at its default.
+	tailer = routes.Function{
+		Name: "test-tailer", MemoryMB: 128, TimeoutSeconds: 30, Table: routes.ReadOnly,
+		Triggers: []routes.Trigger{{Kind: routes.StreamTrigger}},
+	}
 	extraFunctions = []routes.Function{
 		dispatcher,
+		tailer,
 		routes.DefaultFunction("test-reader"),
 		routes.DefaultFunction("test-writer"),
 		routes.DefaultFunction("test-public"),
@@ -705,54 +990,79 @@ func TestExtendedStack(t *testing.T) {
 	})
 
 	t.Run("stream trigger", func(t *testing.T) {
-		fnID := s.logicalID(t, s.stack.Functions[dispatcher.Name])
-		queue, ok := s.stack.FailureQueues[dispatcher.Name]
-		if !ok {
-			t.Fatal("no failure queue")
+		streamed := []routes.Function{dispatcher, tailer}
+		checkAssertion(t, "one mapping and one failure queue per stream trigger", func() {
+			s.template.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(len(streamed))))
+			s.template.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(float64(len(streamed))))
+		})
+		// The dispatcher sets every setting of its trigger; the tailer none,
+		// so it gets routes.DefaultStreamBatchSize, no window and whole-batch
+		// failure semantics.
+		settings := map[string]map[string]any{
+			dispatcher.Name: {
+				"BatchSize":                      25,
+				"MaximumBatchingWindowInSeconds": 5,
+				"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+			},
+			tailer.Name: {
+				"BatchSize":                      routes.DefaultStreamBatchSize,
+				"MaximumBatchingWindowInSeconds": assertions.Match_Absent(),
+				"FunctionResponseTypes":          assertions.Match_Absent(),
+			},
 		}
-		queueID := s.logicalID(t, queue)
-		checkAssertion(t, "event source mapping", func() {
-			s.template.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(1))
-			s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+		for _, fn := range streamed {
+			fnID := s.logicalID(t, s.stack.Functions[fn.Name])
+			queue, ok := s.stack.FailureQueues[fn.Name]
+			if !ok {
+				t.Fatalf("%s: no failure queue", fn.Name)
+			}
+			queueID := s.logicalID(t, queue)
+			want := map[string]any{
 				"FunctionName":               map[string]any{"Ref": fnID},
 				"EventSourceArn":             map[string]any{"Fn::GetAtt": []any{s.logicalID(t, s.stack.Table), "StreamArn"}},
 				"StartingPosition":           "LATEST",
-				"BatchSize":                  stack.StreamBatchSize,
 				"BisectBatchOnFunctionError": true,
 				"MaximumRetryAttempts":       stack.StreamRetryAttempts,
 				"MaximumRecordAgeInSeconds":  stack.StreamMaxRecordAgeS,
-				"FunctionResponseTypes":      []any{"ReportBatchItemFailures"},
 				"DestinationConfig": map[string]any{"OnFailure": map[string]any{
 					"Destination": map[string]any{"Fn::GetAtt": []any{queueID, "Arn"}},
 				}},
-			})
-		})
-		checkAssertion(t, "failure queue", func() {
-			s.template.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(1))
-			s.template.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
-				"MessageRetentionPeriod": stack.FailureRetentionDays * 24 * 3600,
-				"SqsManagedSseEnabled":   true,
-			})
-		})
-		// The dispatcher's role may send to its queue and read the stream.
-		var sendsToQueue, streamScoped bool
-		for _, st := range s.policyStatements(s.logicalID(t, s.stack.Roles[dispatcher.Name])) {
-			if slices.Contains(st.Actions, "sqs:SendMessage") && strings.Contains(fmt.Sprint(st.Resources), queueID) {
-				sendsToQueue = true
 			}
-			if slices.Contains(st.Actions, "dynamodb:GetRecords") {
-				streamScoped = len(st.Resources) == 1 && strings.Contains(fmt.Sprint(st.Resources[0]), "/stream/*")
+			maps.Copy(want, settings[fn.Name])
+			checkAssertion(t, fn.Name+" event source mapping", func() {
+				s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), want)
+			})
+			checkAssertion(t, fn.Name+" failure queue", func() {
+				s.template.HasResource(jsii.String("AWS::SQS::Queue"), map[string]any{
+					"Properties": assertions.Match_ObjectLike(&map[string]any{
+						"MessageRetentionPeriod": stack.FailureRetentionDays * 24 * 3600,
+						"SqsManagedSseEnabled":   true,
+					}),
+				})
+				if _, ok := s.resources[queueID]; !ok {
+					t.Errorf("queue %s not in the template", queueID)
+				}
+			})
+			// The role may send to its queue and read the stream.
+			var sendsToQueue, streamScoped bool
+			for _, st := range s.policyStatements(s.logicalID(t, s.stack.Roles[fn.Name])) {
+				if slices.Contains(st.Actions, "sqs:SendMessage") && strings.Contains(fmt.Sprint(st.Resources), queueID) {
+					sendsToQueue = true
+				}
+				if slices.Contains(st.Actions, "dynamodb:GetRecords") {
+					streamScoped = len(st.Resources) == 1 && strings.Contains(fmt.Sprint(st.Resources[0]), "/stream/*")
+				}
+			}
+			if !sendsToQueue {
+				t.Errorf("%s may not send to its failure queue", fn.Name)
+			}
+			if !streamScoped {
+				t.Errorf("%s: stream read is not scoped to the table's streams", fn.Name)
 			}
 		}
-		if !sendsToQueue {
-			t.Error("dispatcher may not send to its failure queue")
-		}
-		if !streamScoped {
-			t.Error("stream read is not scoped to the table's streams")
-		}
-		// Only the dispatcher reads the stream.
+		// Only stream-triggered functions read the stream.
 		for _, fn := range props.Functions {
-			if fn.Name == dispatcher.Name {
+			if hasTrigger(fn, routes.StreamTrigger) {
 				continue
 			}
 			for _, a := range dynamoActions(s.policyStatements(s.logicalID(t, s.stack.Roles[fn.Name]))) {
@@ -794,6 +1104,8 @@ func TestExtendedStack(t *testing.T) {
 func TestProdStack(t *testing.T) {
 	props := checkoutProps(t, stack.ProdStage)
 	props.Functions = append(props.Functions, dispatcher)
+	// An override from cdk.json or -c reservedConcurrency=...
+	props.ReservedConcurrency = map[string]int{dispatcher.Name: 25}
 	s := synth(t, props)
 	checkCommon(t, s)
 
@@ -889,9 +1201,36 @@ func TestValidate(t *testing.T) {
 			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.StreamTrigger}}
 		}, "no stream"},
 		{"no asset dir", func(p *stack.Props) { p.AssetDir = nil }, "AssetDir"},
+		{"stream batch too large", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.StreamTrigger, BatchSize: stack.MaxStreamBatchSize + 1}}
+		}, "batch size 10001"},
+		{"negative stream batch", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.StreamTrigger, BatchSize: -1}}
+		}, "batch size -1"},
+		{"stream window too long", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.StreamTrigger, BatchWindowSeconds: stack.MaxStreamBatchWindowS + 1}}
+		}, "batch window 301"},
+		{"reservation for an unknown function", func(p *stack.Props) {
+			p.ReservedConcurrency = map[string]int{"fn-typo": 5}
+		}, `"fn-typo": no such function`},
+		{"zero reservation", func(p *stack.Props) {
+			p.ReservedConcurrency = map[string]int{"fn-a": 0}
+		}, "reserved concurrency 0"},
+		{"reservations over the account quota", func(p *stack.Props) {
+			p.ReservedConcurrency = map[string]int{"fn-a": 901}
+		}, "totals 901"},
+		{"account quota too small for the defaults", func(p *stack.Props) {
+			p.AccountConcurrency = 10
+		}, "quota of 10"},
 	}
 	if _, err := stack.New(awscdk.NewApp(nil), good()); err != nil {
 		t.Fatalf("good inputs: %v", err)
+	}
+	// The largest reservation a default account allows is accepted.
+	edge := good()
+	edge.ReservedConcurrency = map[string]int{"fn-a": stack.DefaultAccountConcurrency - stack.MinUnreservedConcurrency}
+	if _, err := stack.New(awscdk.NewApp(nil), edge); err != nil {
+		t.Errorf("reservation of %d: %v", stack.DefaultAccountConcurrency-stack.MinUnreservedConcurrency, err)
 	}
 	for _, c := range cases {
 		p := good()
@@ -899,6 +1238,132 @@ func TestValidate(t *testing.T) {
 		_, err := stack.New(nil, p)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestParseReservedConcurrency checks the reservedConcurrency context value
+// in both the shapes it comes in: a cdk.json object and a -c string.
+func TestParseReservedConcurrency(t *testing.T) {
+	good := []struct {
+		in   any
+		want map[string]int
+	}{
+		{nil, map[string]int{}},
+		{map[string]any{"fixture-ledger": 20.0, "fixture-messy": 5.0}, map[string]int{"fixture-ledger": 20, "fixture-messy": 5}},
+		{"fixture-ledger=20, fixture-messy=5", map[string]int{"fixture-ledger": 20, "fixture-messy": 5}},
+		{"", map[string]int{}},
+	}
+	for _, c := range good {
+		got, err := stack.ParseReservedConcurrency(c.in)
+		if err != nil || !maps.Equal(got, c.want) {
+			t.Errorf("ParseReservedConcurrency(%#v) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []any{"fixture-ledger", "fixture-ledger=x", "a=-1", map[string]any{"a": 1.5}, map[string]any{"a": "x"}, 12.0} {
+		if got, err := stack.ParseReservedConcurrency(bad); err == nil {
+			t.Errorf("ParseReservedConcurrency(%#v) = %v, want an error", bad, got)
+		}
+	}
+}
+
+// TestFeatureFlags checks that cdk.json sets every feature flag the
+// aws-cdk-lib in go.mod currently recommends, at its recommended value:
+// what `cdk init` writes for a new project (CURRENTLY_RECOMMENDED_FLAGS in
+// its cx-api). The list is read from the library itself, the jsii bundle in
+// the Go module cache, so a CDK upgrade that recommends a new flag fails
+// here until cdk.json has it.
+func TestFeatureFlags(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", "github.com/aws/aws-cdk-go/awscdk/v2").Output()
+	if err != nil {
+		t.Fatalf("go list awscdk: %v", err)
+	}
+	dir, version, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	tgz := filepath.Join(dir, "jsii", "aws-cdk-lib-"+strings.TrimPrefix(version, "v")+".tgz")
+	lib := t.TempDir()
+	extract(t, tgz, "package/cx-api/lib/", lib)
+	script := `const f = require(process.argv[1]); process.stdout.write(JSON.stringify(f.CURRENTLY_RECOMMENDED_FLAGS));`
+	raw, err := exec.Command("node", "-e", script, filepath.Join(lib, "package", "cx-api", "lib", "features.js")).Output()
+	if err != nil {
+		t.Fatalf("node reading the recommended flags: %v", err)
+	}
+	var recommended map[string]any
+	if err := json.Unmarshal(raw, &recommended); err != nil {
+		t.Fatal(err)
+	}
+	if len(recommended) < 50 {
+		t.Fatalf("only %d recommended flags read from %s", len(recommended), tgz)
+	}
+	ctx := *cdkContext(t)
+	for _, name := range slices.Sorted(maps.Keys(recommended)) {
+		got, ok := ctx[name]
+		if !ok {
+			t.Errorf("cdk.json lacks %s (recommended: %v)", name, recommended[name])
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(recommended[name]) {
+			t.Errorf("cdk.json sets %s = %v, recommended %v", name, got, recommended[name])
+		}
+	}
+	t.Logf("aws-cdk-lib %s recommends %d flags; cdk.json sets them", version, len(recommended))
+}
+
+// extract writes the files under prefix of a .tgz into dir.
+func extract(t *testing.T, tgz, prefix, dir string) {
+	t.Helper()
+	f, err := os.Open(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	n := 0
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeReg || !strings.HasPrefix(h.Name, prefix) || strings.Contains(h.Name, "..") {
+			continue
+		}
+		path := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("%s holds nothing under %s", tgz, prefix)
+	}
+}
+
+// TestNagCatchesFindings shows that the packs stack.Nag applies are live:
+// a queue that breaks AwsSolutions and Serverless rules, added without a
+// suppression, is reported as an error by each pack.
+func TestNagCatchesFindings(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	stack.Nag(app, false)
+	st := awscdk.NewStack(app, jsii.String("nag-probe"), nil)
+	awssqs.NewQueue(st, jsii.String("Plain"), &awssqs.QueueProps{Encryption: awssqs.QueueEncryption_UNENCRYPTED})
+	ann := assertions.Annotations_FromStack(st)
+	for _, rule := range []string{"AwsSolutions-SQS4", "Serverless-SQSRedrivePolicy"} {
+		found := ann.FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String(rule+":.*")))
+		if len(*found) == 0 {
+			t.Errorf("%s: no error for a queue that breaks it", rule)
 		}
 	}
 }

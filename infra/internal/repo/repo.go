@@ -10,6 +10,7 @@ package repo
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -78,4 +79,24 @@ func Functions(root string) ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// CDKContext returns the "context" object of root/infra/cdk.json: the stage
+// default and the CDK feature flags. Tests synthesize with it so that they
+// check the template `cdk synth` produces, flags included.
+func CDKContext(root string) (map[string]any, error) {
+	raw, err := os.ReadFile(filepath.Join(root, "infra", "cdk.json"))
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("infra/cdk.json: %w", err)
+	}
+	if doc.Context == nil {
+		return nil, errors.New("infra/cdk.json has no context object")
+	}
+	return doc.Context, nil
 }

@@ -44,3 +44,29 @@ func TestRootNotFound(t *testing.T) {
 		t.Error("found a root above a temporary directory")
 	}
 }
+
+func TestCDKContext(t *testing.T) {
+	root, err := Root(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := CDKContext(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx["stage"] != "dev" {
+		t.Errorf("cdk.json context stage = %v, want dev", ctx["stage"])
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "infra"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"app": "go run ."}`, `{"context": [}`} {
+		if err := os.WriteFile(filepath.Join(dir, "infra", "cdk.json"), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CDKContext(dir); err == nil {
+			t.Errorf("CDKContext accepted %s", bad)
+		}
+	}
+}

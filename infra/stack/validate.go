@@ -1,0 +1,165 @@
+package stack
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store/schema"
+)
+
+var streamViews = []string{"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"}
+
+var (
+	stageRE    = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
+	functionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
+)
+
+// validate rejects inputs that CloudFormation would reject late (after
+// minutes of deploying) or that would deploy something other than intended.
+func validate(p Props) error {
+	var errs []string
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+
+	if !stageRE.MatchString(p.Stage) {
+		fail("stage %q: want lower-case letters, digits and '-', starting with a letter, at most 20 characters", p.Stage)
+	}
+	if p.AssetDir == nil {
+		fail("AssetDir is nil")
+	}
+	if err := validateTable(p.Table); err != nil {
+		fail("%v", err)
+	}
+	fns := map[string]routes.Function{}
+	for _, fn := range p.Functions {
+		if !functionRE.MatchString(fn.Name) {
+			fail("function %q: want lower-case letters, digits and '-', at most 48 characters", fn.Name)
+		}
+		if _, dup := fns[fn.Name]; dup {
+			fail("function %q listed twice", fn.Name)
+		}
+		fns[fn.Name] = fn
+		if fn.MemoryMB < 128 || fn.MemoryMB > 10240 {
+			fail("function %q: memory %d MB outside 128..10240", fn.Name, fn.MemoryMB)
+		}
+		if fn.TimeoutSeconds < 1 || fn.TimeoutSeconds > 900 {
+			fail("function %q: timeout %d s outside 1..900", fn.Name, fn.TimeoutSeconds)
+		}
+		if _, ok := fn.Env[TableNameEnv]; ok {
+			fail("function %q: env %s is set by the deploy", fn.Name, TableNameEnv)
+		}
+		streams, schedules := 0, 0
+		for _, tr := range fn.Triggers {
+			switch tr.Kind {
+			case routes.StreamTrigger:
+				streams++
+				if p.Table.StreamView == "" {
+					fail("function %q: stream trigger but the table has no stream", fn.Name)
+				}
+				if tr.BatchSize < 0 || tr.BatchSize > MaxStreamBatchSize {
+					fail("function %q: stream batch size %d outside 1..%d (0 means %d)", fn.Name, tr.BatchSize, MaxStreamBatchSize, routes.DefaultStreamBatchSize)
+				}
+				if tr.BatchWindowSeconds < 0 || tr.BatchWindowSeconds > MaxStreamBatchWindowS {
+					fail("function %q: stream batch window %d s outside 0..%d", fn.Name, tr.BatchWindowSeconds, MaxStreamBatchWindowS)
+				}
+			case routes.ScheduleTrigger:
+				schedules++
+				if !strings.HasPrefix(tr.Schedule, "rate(") && !strings.HasPrefix(tr.Schedule, "cron(") {
+					fail("function %q: schedule %q is not a rate(...) or cron(...) expression", fn.Name, tr.Schedule)
+				}
+			default:
+				fail("function %q: unknown trigger kind %q", fn.Name, tr.Kind)
+			}
+		}
+		if streams > 1 || schedules > 1 {
+			fail("function %q: at most one stream and one schedule trigger", fn.Name)
+		}
+	}
+	validateConcurrency(p, fns, fail)
+	seen := map[string]string{}
+	for _, r := range p.Routes {
+		if _, ok := httpMethods[r.Method]; !ok {
+			fail("route %q: method %q is not one of %v", r.Key(), r.Method, slices.Sorted(maps.Keys(httpMethods)))
+		}
+		if !strings.HasPrefix(r.Path, "/") {
+			fail("route %q: path must start with '/'", r.Key())
+		}
+		if _, ok := fns[r.Function]; !ok {
+			fail("route %q: function %q has no functions/%s folder", r.Key(), r.Function, r.Function)
+		}
+		// API Gateway treats /a/{x} and /a/{y} as the same route.
+		shape := r.Method + " " + routes.Shape(r.Path)
+		if prev, dup := seen[shape]; dup {
+			fail("route %q: same API Gateway route as %q", r.Key(), prev)
+		}
+		seen[shape] = r.Key()
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("stack inputs: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func validateTable(t schema.Table) error {
+	for _, a := range []schema.Attr{t.PartitionKey, t.SortKey} {
+		if a.Name != "" {
+			if _, ok := attributeTypes[a.Type]; !ok {
+				return fmt.Errorf("table key %q: unsupported type %q", a.Name, a.Type)
+			}
+		}
+	}
+	if t.PartitionKey.Name == "" {
+		return fmt.Errorf("table: no partition key")
+	}
+	for _, idx := range t.Indexes {
+		if idx.Name == "" || idx.PartitionKey.Name == "" {
+			return fmt.Errorf("table index %q: needs a name and a partition key", idx.Name)
+		}
+		for _, a := range []schema.Attr{idx.PartitionKey, idx.SortKey} {
+			if _, ok := attributeTypes[a.Type]; a.Name != "" && !ok {
+				return fmt.Errorf("index %s key %q: unsupported type %q", idx.Name, a.Name, a.Type)
+			}
+		}
+	}
+	if t.StreamView != "" && !slices.Contains(streamViews, t.StreamView) {
+		return fmt.Errorf("table: stream view %q is not one of %v", t.StreamView, streamViews)
+	}
+	return nil
+}
+
+// validateConcurrency checks the reservations: each between 1 and the
+// account's quota (0 would disable the function), overrides only for
+// functions that exist (a typo would otherwise be ignored), and the sum
+// leaving MinUnreservedConcurrency of the account unreserved, which AWS
+// would otherwise refuse halfway through a deploy.
+func validateConcurrency(p Props, fns map[string]routes.Function, fail func(string, ...any)) {
+	account := p.AccountConcurrency
+	if account == 0 {
+		account = DefaultAccountConcurrency
+	}
+	if account < 0 {
+		fail("account concurrency %d is negative", account)
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.ReservedConcurrency)) {
+		if _, ok := fns[name]; !ok {
+			fail("reserved concurrency for %q: no such function", name)
+		}
+	}
+	sum := 0
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		n := reservations(p)[name]
+		if n < 1 {
+			fail("function %q: reserved concurrency %d, want at least 1 (0 stops the function)", name, n)
+		}
+		sum += n
+	}
+	if sum > account-MinUnreservedConcurrency {
+		fail("reserved concurrency totals %d, but an account quota of %d allows at most %d (AWS keeps %d unreserved): "+
+			"lower reservedConcurrency or raise the Lambda concurrency quota and set accountConcurrency",
+			sum, account, max(account-MinUnreservedConcurrency, 0), MinUnreservedConcurrency)
+	}
+}
