@@ -24,7 +24,9 @@ const (
 	MaxWriteBytes = 4 << 20
 	// MaxPageBytes is the most item bytes one Query page reads.
 	MaxPageBytes = 1 << 20
-	// MaxDepth is DynamoDB's nesting limit for lists and maps.
+	// MaxDepth is DynamoDB's nesting limit: 32 levels, the item being the
+	// first, so at most 31 lists and maps inside one another (as DynamoDB
+	// Local counts them; a scalar or set innermost adds no level).
 	MaxDepth = 32
 )
 
@@ -280,9 +282,13 @@ func validateAttr(name string, v types.AttributeValue) error {
 	return nil
 }
 
+// validateValue checks v, which sits inside depth lists and maps.
 func validateValue(v types.AttributeValue, depth int) error {
-	if depth > MaxDepth {
-		return fmt.Errorf("nested deeper than %d: %w", MaxDepth, ErrInvalid)
+	switch v.(type) {
+	case *types.AttributeValueMemberL, *types.AttributeValueMemberM:
+		if depth+1 >= MaxDepth {
+			return fmt.Errorf("lists and maps nested deeper than %d levels: %w", MaxDepth, ErrInvalid)
+		}
 	}
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:

@@ -27,6 +27,8 @@ var limitCases = []testCase{
 	{"Limits/IndexKeys", testLimitIndexKeys},
 	{"Limits/Numbers", testLimitNumbers},
 	{"Limits/NilBinary", testLimitNilBinary},
+	{"Limits/Nesting", testLimitNesting},
+	{"Limits/WriteSize", testLimitWriteSize},
 }
 
 // refused checks that a Write of actions fails with ErrInvalid and writes
@@ -250,11 +252,11 @@ func testLimitNumbers(t *testing.T, s store.Store) {
 	k := key("p", "n")
 	for _, v := range []string{"", "x", "0x10", "1_000", "1/2", " 1", "1 ", "1e", "-", "+", ".", "Inf", "-Infinity", "NaN", "0b1",
 		"123456789012345678901234567890123456789", // 39 significant digits
-		"1e126", "-1e126", "1e-131", "1.0e-131"} {
+		"1e126", "-1e126", "1e-131", "1.0e-131", "1e0400"} {
 		refused(t, s, fmt.Sprintf("number %q", v), store.Put(k, item("n", N(v))))
 		refused(t, s, fmt.Sprintf("number %q in a set", v), store.Put(k, item("n", NS("1", v))))
 	}
-	accepted := []string{"+7", ".5", "5.", "1E3", "-0", "00012", "1e+3", "0.0", "1.5e-3",
+	accepted := []string{"+7", ".5", "5.", "1E3", "-0", "00012", "1e+3", "0.0", "1.5e-3", "-.5", "+.5e-3", "0e999",
 		"1.0000000000000000000000000000000000000000000", // trailing zeros are not significant
 		"9.9999999999999999999999999999999999999e125", "1e-130", "-1e-130"}
 	for i, v := range accepted {
@@ -276,6 +278,51 @@ func testLimitNilBinary(t *testing.T, s store.Store) {
 	got := get(t, s, k)
 	if b, ok := got["b"].(*types.AttributeValueMemberB); !ok || b.Value == nil || len(b.Value) != 0 {
 		t.Errorf("empty binary came back as %s", showValue(got["b"]))
+	}
+}
+
+// nested wraps inner in n maps.
+func nested(n int, inner types.AttributeValue) types.AttributeValue {
+	v := inner
+	for range n {
+		v = M(item("k", v))
+	}
+	return v
+}
+
+// testLimitNesting: 32 levels, the item being the first: 31 lists or maps
+// inside one another hold a scalar or a set, not one more list or map.
+func testLimitNesting(t *testing.T, s store.Store) {
+	k := key("p", "deep")
+	deepest := nested(store.MaxDepth-1, S("x"))
+	put(t, s, k, item("m", deepest, "s", nested(store.MaxDepth-1, SS("a"))))
+	wantItem(t, s, k, stored(k, item("m", deepest, "s", nested(store.MaxDepth-1, SS("a")))))
+	refused(t, s, "32 nested maps", store.Put(k, item("m", nested(store.MaxDepth, S("x")))))
+	refused(t, s, "31 nested maps around an empty list", store.Put(k, item("m", nested(store.MaxDepth-1, L()))))
+	refused(t, s, "32 nested maps by Update", store.Update(k).SetAttr("m", nested(store.MaxDepth, S("x"))))
+	list := S("x")
+	for range store.MaxDepth {
+		list = L(list)
+	}
+	refused(t, s, "32 nested lists", store.Put(k, item("l", list)))
+}
+
+// testLimitWriteSize: the items of one write total at most 4 MB
+// (TransactWriteItems' payload), counted with store.ItemSize.
+func testLimitWriteSize(t *testing.T, s store.Store) {
+	const each = 390_000
+	actions := func(n int, pk string) []store.Action {
+		var as []store.Action
+		for i := range n {
+			k := key(pk, fmt.Sprint(i))
+			as = append(as, store.Put(k, sized(t, k, each)))
+		}
+		return as
+	}
+	refused(t, s, "11 items of 390 KB in one write", actions(11, "over")...)
+	write(t, s, actions(10, "ok")...)
+	if got := len(queryAll(t, s, store.Query{PK: "ok"})); got != 10 {
+		t.Errorf("10 items of 390 KB: %d written", got)
 	}
 }
 
