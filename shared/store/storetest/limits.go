@@ -156,9 +156,9 @@ func testLimitActionCount(t *testing.T, s store.Store) {
 	for i := range as {
 		as[i] = store.Update(as[i].Key).AddNum("i", 1000)
 	}
-	as[99] = as[99].When(store.Eq("i", N("-1")))
+	as[99] = as[99].When(store.Eq("i", N("-1"))).OnFailReturn()
 	_, err = s.Write(t.Context(), as...)
-	wantCondFailed(t, "100 actions, the last failing", err, 99, nil)
+	wantCondFailed(t, "100 actions, the last failing", err, 99, stored(as[99].Key, item("i", N("99"))))
 	for _, it := range queryAll(t, s, store.Query{PK: "max"}) {
 		if n, _ := it.Int("i"); n >= 1000 {
 			t.Errorf("item %s was updated by a failed write", it.Key())
