@@ -90,6 +90,9 @@ type shard struct {
 	lastSeq    string  // the last record read, to resume after an expired iterator
 	start      types.ShardIteratorType
 	done       bool // read to its end, or before the feed's start
+	// empty: the shard held no record when the feed started at LATEST
+	// (see readShard's TrimmedDataAccessException case).
+	empty bool
 }
 
 var _ store.Feed = (*StreamFeed)(nil)
@@ -196,7 +199,7 @@ func (f *StreamFeed) listShards(ctx context.Context, start types.ShardIteratorTy
 				if start == types.ShardIteratorTypeLatest {
 					if closed {
 						sh.done = true
-					} else if err := f.acquire(ctx, sh); err != nil {
+					} else if err := f.startLatest(ctx, sh); err != nil {
 						return err
 					}
 				}
@@ -209,6 +212,25 @@ func (f *StreamFeed) listShards(ctx context.Context, start types.ShardIteratorTy
 		}
 		from = d.LastEvaluatedShardId
 	}
+}
+
+// startLatest takes sh's LATEST iterator and notes whether the shard holds
+// any record yet (one GetRecords of one record from the trim horizon).
+func (f *StreamFeed) startLatest(ctx context.Context, sh *shard) error {
+	th, err := f.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+		StreamArn: aws.String(f.arn), ShardId: aws.String(sh.id), ShardIteratorType: types.ShardIteratorTypeTrimHorizon,
+	})
+	if err != nil {
+		return fmt.Errorf("dynamo: shard iterator of %s: %w", sh.id, err)
+	}
+	if th.ShardIterator != nil {
+		out, err := f.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: th.ShardIterator, Limit: aws.Int32(1)})
+		if err != nil {
+			return fmt.Errorf("dynamo: read stream shard %s: %w", sh.id, err)
+		}
+		sh.empty = len(out.Records) == 0
+	}
+	return f.acquire(ctx, sh)
 }
 
 // acquire gets a shard iterator: after the last record read, or at the
@@ -424,10 +446,22 @@ func (f *StreamFeed) readShard(ctx context.Context, sh *shard) ([]events.DynamoD
 		out, err := f.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: sh.iter, Limit: aws.Int32(1000)})
 		var expired *types.ExpiredIteratorException
 		var limited *types.LimitExceededException
+		var trimmed *types.TrimmedDataAccessException
 		switch {
 		case errors.As(err, &expired) && try == 0:
 			// Iterators live 15 minutes; resume after the last record.
 			sh.iter = nil
+			continue
+		case errors.As(err, &trimmed) && try == 0 && sh.lastSeq == "" && sh.start == types.ShardIteratorTypeLatest && sh.empty:
+			// DynamoDB Local numbers records across all its tables, and a
+			// LATEST iterator taken on an empty shard points before the
+			// shard's first record once another table has written: it
+			// reports the gap as trimmed data. The shard was empty when the
+			// feed started (checked then), so its whole content is new:
+			// read it from the trim horizon. (On AWS a LATEST iterator is never behind the
+			// trim horizon: it expires after 15 minutes, records after 24
+			// hours.)
+			sh.start, sh.iter = types.ShardIteratorTypeTrimHorizon, nil
 			continue
 		case errors.As(err, &limited):
 			return nil, nil // over 5 reads a second: the next poll reads it

@@ -177,3 +177,24 @@ func TestStreamFeedNeedsAStream(t *testing.T) {
 		t.Fatal("a feed on a missing table")
 	}
 }
+
+// TestStreamFeedOnAnEmptyTable: a feed started on a table with no record
+// yet delivers the first writes, even when another table wrote in between
+// (DynamoDB Local numbers records across tables; see readShard).
+func TestStreamFeedOnAnEmptyTable(t *testing.T) {
+	ctx := context.Background()
+	s, _, client, table := newStore(t)
+	other, _, _, _ := newStore(t)
+	feed, err := dynamo.NewStreamFeed(ctx, dynamo.LocalStreamsClient(local.Endpoint()), client, table, dynamo.WithPollInterval(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, other, store.Put(store.Key{PK: "other", SK: "1"}, nil))
+	mustWrite(t, s, store.Put(store.Key{PK: "mine", SK: "1"}, nil))
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	recs, err := feed.Read(rctx, "fn", 10)
+	if err != nil || len(recs) != 1 || recs[0].Change.Keys["pk"].String() != "mine" || recs[0].EventName != store.EventInsert {
+		t.Fatalf("read %v, %v; want the one insert", recs, err)
+	}
+}
