@@ -14,6 +14,52 @@ var condCases = []testCase{
 	{"Cond/AndOr", testCondAndOr},
 	{"Cond/EveryActionHonoursIt", testCondActions},
 	{"Cond/Invalid", testCondInvalid},
+	{"Cond/AttributeNamesAreLiteral", testCondNames},
+}
+
+// oddNames are attribute names that an expression would read as paths,
+// placeholders or reserved words; the item API takes every name literally.
+var oddNames = []string{"a.b", "l[0]", "#x", ":v", "with space", "size", "status", "name", "AND", "ünï", "a-b", "1st"}
+
+// testCondNames: conditions and updates address attributes by their exact
+// name (a.b is one attribute, not b inside a).
+func testCondNames(t *testing.T, s store.Store) {
+	k := key("c", "names")
+	it := item("a", M(item("b", N("99"))), "l", L(N("98")))
+	for i, name := range oddNames {
+		it[name] = N(fmt.Sprint(i))
+	}
+	put(t, s, k, it)
+	want := stored(k, it.Clone())
+	wantItem(t, s, k, want)
+	for i, name := range oddNames {
+		v := N(fmt.Sprint(i))
+		if !holds(t, s, k, store.Eq(name, v)) {
+			t.Errorf("%q = %d does not hold", name, i)
+		}
+		if !holds(t, s, k, store.And(store.Exists(name), store.Ge(name, v), store.Ne(name, N("99")))) {
+			t.Errorf("exists(%q) and %q >= %d does not hold", name, name, i)
+		}
+	}
+	up := store.Update(k)
+	for i, name := range oddNames {
+		switch i % 3 {
+		case 0:
+			up = up.SetAttr(name, S("set"))
+			want[name] = S("set")
+		case 1:
+			up = up.AddNum(name, 10)
+			want[name] = N(fmt.Sprint(i + 10))
+		default:
+			up = up.Del(name)
+			delete(want, name)
+		}
+	}
+	out := write(t, s, up.When(store.Eq("a.b", N("0"))).Returning())
+	if !sameItem(out[0], want) {
+		t.Errorf("Update by odd names returned\n %s\nwant\n %s", show(out[0]), show(want))
+	}
+	wantItem(t, s, k, want)
 }
 
 // holds reports whether c holds for the item at k, through the engine (a
