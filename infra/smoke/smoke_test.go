@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,7 +25,13 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/infra/internal/repo"
+	"github.com/a2awire/a2awire/shared/protocol"
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // Bounds on each step, so a hung build, emulator or function fails the test
@@ -40,62 +48,227 @@ const (
 // response must carry.
 type invocation struct {
 	method, path, body string
-	status             int
+	// header holds request headers as the event carries them (lower-case
+	// names, values exactly as sent: API Gateway joins repeated lines with
+	// commas).
+	header map[string]string
+	status int
+	// replayed is whether the response must carry X-A2AWire-Replayed: true.
+	replayed bool
+	// sameAs is the 1-based number of an earlier invocation of the same
+	// case whose response body this one must repeat byte for byte (a replay).
+	sameAs int
 	// check inspects the decoded response body.
 	check func(t *testing.T, body map[string]any)
 }
 
-var cases = []struct {
+// smokeCase is one function's main under the emulator: the environment its
+// main reads on top of what Lambda sets, and the invocations, in order,
+// through one warm runtime.
+type smokeCase struct {
 	function string
-	invokes  []invocation
-}{
-	{
-		function: "fixture-punctual",
-		invokes: []invocation{
-			{
-				method: "POST", path: "/agents/a2awire-punctual/invoke",
-				body:   `{"task":"ping","input":{"echo":"hi"}}`,
-				status: http.StatusOK,
-				check: func(t *testing.T, body map[string]any) {
-					out, _ := body["output"].(map[string]any)
-					if out["pong"] != true || out["echo"] != "hi" {
-						t.Errorf("output %v, want pong true and echo hi", body["output"])
-					}
-					checkMetadata(t, body, "a2awire-punctual", "ping")
+	// env adds the function's own environment; ledger's names DynamoDB Local.
+	env     func(t *testing.T) []string
+	invokes []invocation
+}
+
+// cases covers every functions/* folder; TestEmulator fails when a folder
+// has no case, so a new function's main cannot go untested.
+func cases() []smokeCase {
+	return []smokeCase{
+		{
+			function: "fixture-punctual",
+			invokes: []invocation{
+				{
+					method: "POST", path: "/agents/a2awire-punctual/invoke",
+					body:   `{"task":"ping","input":{"echo":"hi"}}`,
+					status: http.StatusOK,
+					check: func(t *testing.T, body map[string]any) {
+						out, _ := body["output"].(map[string]any)
+						if out["pong"] != true || out["echo"] != "hi" {
+							t.Errorf("output %v, want pong true and echo hi", body["output"])
+						}
+						checkMetadata(t, body, "a2awire-punctual", "ping")
+					},
+				},
+				{
+					// A warm invoke through the same runtime: the provider itself
+					// answers a non-POST, which is why its route is ANY.
+					method: "GET", path: "/agents/a2awire-punctual/invoke",
+					status: http.StatusMethodNotAllowed,
+					check:  checkError("method_not_allowed"),
 				},
 			},
-			{
-				// A warm invoke through the same runtime: the provider itself
-				// answers a non-POST, which is why its route is ANY.
-				method: "GET", path: "/agents/a2awire-punctual/invoke",
-				status: http.StatusMethodNotAllowed,
-				check:  checkError("method_not_allowed"),
-			},
 		},
-	},
-	{
-		function: "fixture-clean",
-		invokes: []invocation{
-			{
-				method: "POST", path: "/agents/a2awire-clean/invoke",
-				body:   `{"task":"word-count","input":{"text":"a b\nc"}}`,
-				status: http.StatusOK,
-				check: func(t *testing.T, body map[string]any) {
-					out, _ := body["output"].(map[string]any)
-					if out["words"] != 3.0 || out["characters"] != 5.0 || out["lines"] != 2.0 {
-						t.Errorf("output %v, want 3 words, 5 characters, 2 lines", body["output"])
-					}
-					checkMetadata(t, body, "a2awire-clean", "word-count")
+		{
+			function: "fixture-clean",
+			invokes: []invocation{
+				{
+					method: "POST", path: "/agents/a2awire-clean/invoke",
+					body:   `{"task":"word-count","input":{"text":"a b\nc"}}`,
+					status: http.StatusOK,
+					check: func(t *testing.T, body map[string]any) {
+						out, _ := body["output"].(map[string]any)
+						if out["words"] != 3.0 || out["characters"] != 5.0 || out["lines"] != 2.0 {
+							t.Errorf("output %v, want 3 words, 5 characters, 2 lines", body["output"])
+						}
+						checkMetadata(t, body, "a2awire-clean", "word-count")
+					},
+				},
+				{
+					method: "POST", path: "/agents/a2awire-clean/invoke",
+					body:   `{"task":"word-count","input":{}}`,
+					status: http.StatusBadRequest,
+					check:  checkError("invalid_input"),
 				},
 			},
-			{
-				method: "POST", path: "/agents/a2awire-clean/invoke",
-				body:   `{"task":"word-count","input":{}}`,
-				status: http.StatusBadRequest,
-				check:  checkError("invalid_input"),
+		},
+		{
+			function: "fixture-messy",
+			invokes: []invocation{
+				{
+					method: "POST", path: "/agents/a2awire-messy/invoke",
+					body:   `{"task":"messy-echo","input":{"n":7}}`,
+					status: http.StatusOK,
+					check: func(t *testing.T, body map[string]any) {
+						out, _ := body["output"].(map[string]any)
+						echo, _ := out["echo"].(map[string]any)
+						if echo["n"] != 7.0 {
+							t.Errorf("output %v, want echo {n: 7}", body["output"])
+						}
+						checkMetadata(t, body, "a2awire-messy", "messy-echo")
+					},
+				},
+				{
+					method: "POST", path: "/agents/a2awire-messy/invoke",
+					body:   `{"task":"messy-echo","input":{"simulate":"unavailable"}}`,
+					status: http.StatusServiceUnavailable,
+					check:  checkError("unavailable"),
+				},
+				{
+					method: "POST", path: "/agents/a2awire-messy/invoke",
+					body:   `{"task":"messy-echo","input":{"simulate":"upstream_error"}}`,
+					status: http.StatusBadGateway,
+					check:  checkError("upstream_error"),
+				},
 			},
 		},
-	},
+		{
+			// No TRANSLATOR_LLM_URL: the main serves from its dictionary.
+			function: "fixture-translator",
+			invokes: []invocation{
+				{
+					method: "POST", path: "/agents/a2awire-translator/invoke",
+					body:   `{"task":"translation","input":{"text":"good morning","target_lang":"es"}}`,
+					status: http.StatusOK,
+					check: func(t *testing.T, body map[string]any) {
+						out, _ := body["output"].(map[string]any)
+						if tr, _ := out["translation"].(string); tr == "" || out["target_lang"] != "es" {
+							t.Errorf("output %v, want a Spanish translation", body["output"])
+						}
+						md, _ := body["metadata"].(map[string]any)
+						if md["engine"] != "fallback" {
+							t.Errorf("metadata.engine %v, want fallback (no LLM configured)", md["engine"])
+						}
+						checkMetadata(t, body, "a2awire-translator", "translation")
+					},
+				},
+				{
+					method: "POST", path: "/agents/a2awire-translator/invoke",
+					body:   `{"task":"translation","input":{"text":"hello","source_lang":"en","target_lang":"xx"}}`,
+					status: http.StatusBadRequest,
+					check:  checkError("invalid_input"),
+				},
+			},
+		},
+		{
+			// The stateful fixture against DynamoDB Local: a record-entry, its
+			// replay, task ids that differ only after a comma or by a space
+			// (three tasks, DESIGN §3), and the balance that proves each
+			// appended once.
+			function: "fixture-ledger",
+			env:      ledgerEnv,
+			invokes: []invocation{
+				ledgerEntry("smoke-1", http.StatusOK, false, 0, 500, 1),
+				ledgerEntry("smoke-1", http.StatusOK, true, 1, 500, 1),
+				ledgerEntry("x,a", http.StatusOK, false, 0, 1000, 2),
+				ledgerEntry("x,b", http.StatusOK, false, 0, 1500, 3),
+				ledgerEntry("x, b", http.StatusOK, false, 0, 2000, 4),
+				ledgerEntry("x,a", http.StatusOK, true, 3, 1000, 2),
+				{
+					method: "POST", path: "/agents/a2awire-ledger/invoke",
+					body:   `{"task":"balance","input":{"account":"smoke"}}`,
+					status: http.StatusOK,
+					check: func(t *testing.T, body map[string]any) {
+						out, _ := body["output"].(map[string]any)
+						if out["balance_cents"] != 2000.0 || out["entries"] != 4.0 {
+							t.Errorf("balance %v, want 2000 cents in 4 entries (each task appended once)", body["output"])
+						}
+						checkMetadata(t, body, "a2awire-ledger", "balance")
+					},
+				},
+			},
+		},
+	}
+}
+
+// ledgerEntry is a record-entry of 500 cents to account "smoke" under task
+// id; a replay must repeat invocation sameAs's body with the Replayed header.
+func ledgerEntry(id string, status int, replayed bool, sameAs int, balance, sequence float64) invocation {
+	return invocation{
+		method: "POST", path: "/agents/a2awire-ledger/invoke",
+		body:     `{"task":"record-entry","input":{"account":"smoke","amount_cents":500}}`,
+		header:   map[string]string{"x-a2awire-task-id": id},
+		status:   status,
+		replayed: replayed,
+		sameAs:   sameAs,
+		check: func(t *testing.T, body map[string]any) {
+			out, _ := body["output"].(map[string]any)
+			if out["account"] != "smoke" || out["balance_cents"] != balance || out["sequence"] != sequence {
+				t.Errorf("task id %q: output %v, want account smoke, balance %v, sequence %v", id, body["output"], balance, sequence)
+			}
+			checkMetadata(t, body, "a2awire-ledger", "record-entry")
+		},
+	}
+}
+
+// ledgerEnv starts DynamoDB Local, creates the table with the real schema
+// (dynamo.CreateTable) and returns the environment that points the
+// ledger's main at it: TABLE_NAME as the deploy sets it, and the SDK's own
+// endpoint, region and credential variables, which config.LoadDefaultConfig
+// reads, so the main runs unchanged.
+func ledgerEnv(t *testing.T) []string {
+	t.Helper()
+	server, err := dynamolocal.Start()
+	if err != nil {
+		t.Fatalf("DynamoDB Local: %v", err)
+	}
+	t.Cleanup(server.Stop)
+	const table = "a2awire-smoke"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dynamo.CreateTable(ctx, dynamo.LocalClient(server.Endpoint()), table); err != nil {
+		t.Fatalf("create table: %v", err)
+	}
+	t.Cleanup(func() {
+		// The entries are in DynamoDB Local, not somewhere else the main
+		// might have fallen back to.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := dynamo.LocalClient(server.Endpoint()).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), Select: "COUNT"})
+		if err != nil {
+			t.Errorf("scan %s: %v", table, err)
+		} else if out.Count < 4 {
+			t.Errorf("%s holds %d items after 4 appends", table, out.Count)
+		}
+	})
+	return []string{
+		"TABLE_NAME=" + table,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
+		"AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=local",
+		"AWS_SECRET_ACCESS_KEY=local",
+	}
 }
 
 // TestEmulator builds each function for the host and invokes it under the
@@ -111,12 +284,34 @@ func TestEmulator(t *testing.T) {
 	if _, err := os.Stat(rie); err != nil {
 		t.Fatalf("Lambda runtime interface emulator not found (%v): run make tools", err)
 	}
-	for _, c := range cases {
+	folders, err := repo.Functions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var covered []string
+	for _, c := range cases() {
+		covered = append(covered, c.function)
+	}
+	for _, name := range folders {
+		if !slices.Contains(covered, name) {
+			t.Errorf("functions/%s has no emulator case: every Lambda main runs under the emulator (DESIGN §9)", name)
+		}
+	}
+	for _, c := range cases() {
 		t.Run(c.function, func(t *testing.T) {
+			var env []string
+			if c.env != nil {
+				env = c.env(t)
+			}
 			bootstrap := build(t, root, c.function)
-			em := start(t, rie, bootstrap, c.function)
+			em := start(t, rie, bootstrap, routes.Config(c.function), env)
+			var bodies []string
 			for i, inv := range c.invokes {
-				em.invoke(t, inv)
+				body := em.invoke(t, inv)
+				bodies = append(bodies, body)
+				if inv.sameAs > 0 && body != bodies[inv.sameAs-1] {
+					t.Errorf("invoke %d: body %s, want invoke %d's %s", i+1, body, inv.sameAs, bodies[inv.sameAs-1])
+				}
 				report := em.waitReport(t, i+1)
 				cold := initDuration.FindStringSubmatch(report)
 				switch {
@@ -179,7 +374,7 @@ type emulator struct {
 // and the runtime API it gives the bootstrap), so parallel runs and a
 // developer's own emulator on the default :8080/:9001 do not collide, and
 // stops it and the function when the test ends.
-func start(t *testing.T, rie, bootstrap, name string) *emulator {
+func start(t *testing.T, rie, bootstrap string, fn routes.Function, env []string) *emulator {
 	t.Helper()
 	ports := freePorts(t, 2)
 	out := &syncBuffer{}
@@ -196,10 +391,15 @@ func start(t *testing.T, rie, bootstrap, name string) *emulator {
 		"HOME=" + os.Getenv("HOME"),
 		"LOG_LEVEL=info",
 		"AWS_REGION=us-east-1",
-		"AWS_LAMBDA_FUNCTION_NAME=" + name,
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128",
-		"AWS_LAMBDA_FUNCTION_TIMEOUT=10",
+		"AWS_LAMBDA_FUNCTION_NAME=" + fn.Name,
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%d", fn.MemoryMB),
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", fn.TimeoutSeconds),
 	}
+	// The function's static env from the route table, then the case's own.
+	for k, v := range fn.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	// Own process group: stopping the test stops the function process the
 	// emulator started too, even if the emulator has to be killed.
@@ -245,9 +445,9 @@ func start(t *testing.T, rie, bootstrap, name string) *emulator {
 	return &emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", out: out}
 }
 
-// invoke posts the API Gateway v2 event for inv and checks the Lambda
-// response the function's httpadapter returns.
-func (e *emulator) invoke(t *testing.T, inv invocation) {
+// invoke posts the API Gateway v2 event for inv, checks the Lambda
+// response the function's entry returns and returns its body.
+func (e *emulator) invoke(t *testing.T, inv invocation) string {
 	t.Helper()
 	event := apiEvent(inv)
 	payload, err := json.Marshal(event)
@@ -291,7 +491,28 @@ func (e *emulator) invoke(t *testing.T, inv invocation) {
 	if err := json.Unmarshal([]byte(body), &decoded); err != nil {
 		t.Fatalf("%s %s: body is not a JSON object: %v: %s", inv.method, inv.path, err, body)
 	}
+	if got := header(out, protocol.ReplayedHeader); (got == "true") != inv.replayed {
+		t.Errorf("%s %s (task id %q): %s = %q, want replayed %v", inv.method, inv.path, inv.header["x-a2awire-task-id"],
+			protocol.ReplayedHeader, got, inv.replayed)
+	}
 	inv.check(t, decoded)
+	return body
+}
+
+// header is a response header's value, matched case-insensitively as HTTP
+// does (the adapter writes Go's canonical names).
+func header(resp events.APIGatewayV2HTTPResponse, name string) string {
+	for k, v := range resp.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	for k, v := range resp.MultiValueHeaders {
+		if strings.EqualFold(k, name) && len(v) > 0 {
+			return strings.Join(v, ",")
+		}
+	}
+	return ""
 }
 
 // apiEvent is the event API Gateway's HTTP API sends for inv on the route
@@ -304,6 +525,7 @@ func apiEvent(inv invocation) events.APIGatewayV2HTTPRequest {
 		headers["content-type"] = "application/json"
 		headers["content-length"] = fmt.Sprint(len(inv.body))
 	}
+	maps.Copy(headers, inv.header)
 	return events.APIGatewayV2HTTPRequest{
 		Version:  "2.0",
 		RouteKey: routeKey,
