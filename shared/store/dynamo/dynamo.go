@@ -46,26 +46,33 @@
 // package's meter sees the units. Gets and table queries are strongly
 // consistent (twice the price of eventual reads): a replay must see the
 // write that completed a moment ago. gsi1 is eventually consistent, as
-// DynamoDB's global indexes are. AWS on-demand units are for items under
-// 1 KB (reads per 4 KB, writes per 1 KB, transactional work doubled); the
-// last column is what DynamoDB Local reports (TestCosts logs it).
+// DynamoDB's global indexes are (half the units of the table's reads).
+// AWS on-demand units count reads per 4 KB, writes per 1 KB, and double
+// for transactions; the last column is what DynamoDB Local reports
+// (TestCosts logs it).
 //
-//	item API                      calls                              AWS units                  Local
-//	Get (hit or miss)             1 GetItem, consistent              1 read                     1
-//	Query (one page)              1 Query (table: consistent)        1 read per 4 KB read       1 per 4 KB
-//	Write: 1 Put                  1 PutItem                          1 write per KB             1
-//	Write: 1 Update               1 UpdateItem (ALL_NEW if asked)    1 write per KB             1
-//	Write: 1 Delete               1 DeleteItem                       1 write per KB             1
-//	Write: 1 ConditionCheck       1 TransactWriteItems               2 reads                    1
-//	Write: n actions (2…100)      1 TransactWriteItems               2 per item per KB          2 per write, 1 per check
-//	a failed condition            the same call, which fails         billed, not reported       not reported
-//	each retry (throttle/conflict) the same call again               as above                   as above
+//	item API                       calls                              AWS units                 Local
+//	Get (hit or miss)              1 GetItem, consistent              1 read per 4 KB           same
+//	Query (one page)               1 Query (table: consistent)        1 read per 4 KB read      same
+//	Write: 1 Put                   1 PutItem                          1 write per KB            same
+//	Write: 1 Update                1 UpdateItem (ALL_NEW if asked)    1 write per KB (of the    same
+//	                                                                    larger of old and new)
+//	Write: 1 Delete                1 DeleteItem                       1 write per KB            same
+//	Write: 1 ConditionCheck        1 TransactWriteItems               2 reads                   2
+//	Write: n actions (2…100)       1 TransactWriteItems               2 writes per item per KB  2 per call
+//	                                                                    (checks: 2 reads)
+//	a failed condition             the same one call, which fails     billed, not reported      none
+//	each retry (throttle/conflict) the same call again                as above                  as above
 //
 // So a Write costs one round trip whatever its size, and a read one per
 // page.
 //
-// The change feed reads the stream with DescribeStream, GetShardIterator
-// and GetRecords (DynamoDB Streams requests are free of table capacity).
+// The change feed reads the stream, never the table: DescribeTable once,
+// DescribeStream at the start and every 10 s (or when a shard ends), per
+// open shard at the start a LATEST GetShardIterator and a one-record
+// GetRecords from the trim horizon, then one GetRecords per shard per poll
+// (every 200 ms while a Read waits). AWS bills these as stream read
+// requests, not table capacity.
 package dynamo
 
 import (
