@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -46,6 +50,9 @@ type Result struct {
 	Attempts int
 	// Replayed reports that a stateful provider returned a stored response.
 	Replayed bool
+	// Truncated reports that the answer was longer than MaxResponse and
+	// Body holds only its start.
+	Truncated bool
 }
 
 // RemoteError is returned when the provider answered with an error status.
@@ -75,10 +82,36 @@ func NewTaskID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// Invoke POSTs req to endpoint. It retries on 5xx, 429, timeouts and
-// connection errors, reusing one task id and honouring Retry-After, until
-// MaxAttempts or ctx ends. A provider's error answer is returned as a
-// *RemoteError together with the Result; a transport failure as a plain error.
+// ErrMalformedResponse is wrapped by the error Invoke returns when a
+// provider answered 200 with a body that is not one strict JSON response
+// object with an output object (trailing bytes, an error inside, no output).
+// The provider may have acted, so it is not retried.
+var ErrMalformedResponse = errors.New("the provider answered 200 with a body that is not a response")
+
+// ErrResponseTooLarge is wrapped by the error Invoke returns when an answer
+// was longer than MaxResponse; Result.Body then holds its first MaxResponse
+// bytes and Result.Truncated is set.
+var ErrResponseTooLarge = errors.New("the response is larger than the limit and was cut")
+
+// Invoke POSTs req to endpoint. It retries 5xx, 429, attempt timeouts and
+// failed or dropped connections, reusing one task id, until MaxAttempts or
+// ctx ends; failures that cannot heal on retry (a bad URL, a TLS or
+// certificate failure, a refused redirect) end it at once.
+//
+// Each attempt is bounded by AttemptTimeout and by a share of what is left
+// of ctx's deadline, so a hung attempt still leaves time to retry. A
+// Retry-After longer than what is left ends the invocation with the answer
+// that asked for it rather than sleeping into the deadline: the last answer
+// is what Invoke reports, never a bare "context deadline exceeded" when the
+// provider did answer.
+//
+// Redirects: a 307 or 308 to the same origin (scheme, host and port) is
+// followed with the body and task id; any other redirect is not followed —
+// the body and task id never go to another origin, and a 301/302/303 would
+// drop the body — and is returned as an error naming the Location.
+//
+// A provider's error answer is returned as a *RemoteError together with the
+// Result; a transport failure as a plain error.
 func (c *Client) Invoke(ctx context.Context, endpoint string, req Request, opts ...InvokeOption) (*Result, error) {
 	inv := invocation{}
 	for _, o := range opts {
@@ -99,40 +132,61 @@ func (c *Client) Invoke(ctx context.Context, endpoint string, req Request, opts 
 		attempts = 3
 	}
 	var (
-		res     *Result
-		lastErr error
+		res, last *Result // this attempt's, and the last that got an answer
+		lastErr   error
 	)
 	for n := 1; n <= attempts; n++ {
-		res, lastErr = c.attempt(ctx, endpoint, body, inv.taskID)
+		res, lastErr = c.attempt(ctx, endpoint, body, inv.taskID, attempts-n+1)
 		if res != nil {
 			res.Attempts = n
+			last = res
 		}
 		wait, retry := c.shouldRetry(ctx, res, lastErr, n)
 		if !retry || n == attempts {
+			break
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
+			// Sleeping would end at or past the deadline: report what the
+			// provider said instead.
 			break
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			if lastErr == nil {
-				lastErr = ctx.Err()
-			}
-			return res, fmt.Errorf("invoke %s: %w", endpoint, lastErr)
+			return c.finish(endpoint, last, lastErr, ctx.Err())
 		case <-t.C:
 		}
 	}
-	if lastErr != nil {
-		return res, fmt.Errorf("invoke %s: %w", endpoint, lastErr)
-	}
-	if res.Status != http.StatusOK {
-		re := &RemoteError{Status: res.Status}
-		if res.Error != nil {
-			re.Body = *res.Error
+	return c.finish(endpoint, last, lastErr, nil)
+}
+
+// finish turns the last outcome into Invoke's answer: the last answer the
+// provider gave wins over a later transport failure or the context's end.
+func (c *Client) finish(endpoint string, last *Result, lastErr, ctxErr error) (*Result, error) {
+	if last == nil {
+		if lastErr == nil {
+			lastErr = ctxErr
 		}
-		return res, re
+		return nil, fmt.Errorf("invoke %s: %w", endpoint, lastErr)
 	}
-	return res, nil
+	if last.Truncated {
+		return last, fmt.Errorf("invoke %s: %w (%d bytes kept)", endpoint, ErrResponseTooLarge, len(last.Body))
+	}
+	switch {
+	case last.Status == http.StatusOK && last.Response == nil:
+		return last, fmt.Errorf("invoke %s: %w", endpoint, ErrMalformedResponse)
+	case last.Status == http.StatusOK:
+		return last, nil
+	case last.Status >= 300 && last.Status < 400:
+		return last, fmt.Errorf("invoke %s: answered %d %s redirecting to %s, which is not followed: only a 307 or 308 to the same origin is",
+			endpoint, last.Status, http.StatusText(last.Status), Quote(last.Header.Get("Location")))
+	}
+	re := &RemoteError{Status: last.Status}
+	if last.Error != nil {
+		re.Body = *last.Error
+	}
+	return last, re
 }
 
 func (c *Client) shouldRetry(ctx context.Context, res *Result, err error, n int) (time.Duration, bool) {
@@ -140,11 +194,12 @@ func (c *Client) shouldRetry(ctx context.Context, res *Result, err error, n int)
 		return 0, false
 	}
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
-			errors.Is(err, io.EOF) || isConnError(err) {
+		if transient(err) {
 			return c.backoff(n), true
 		}
+		return 0, false
+	}
+	if res.Truncated {
 		return 0, false
 	}
 	if res.Status >= 500 || res.Status == http.StatusTooManyRequests {
@@ -156,9 +211,34 @@ func (c *Client) shouldRetry(ctx context.Context, res *Result, err error, n int)
 	return 0, false
 }
 
-func isConnError(err error) bool {
+// transient reports whether a transport failure may heal on retry: an
+// attempt that timed out, a connection that was refused, reset or dropped.
+// A malformed URL, an unsupported scheme, TLS and certificate failures
+// are the same on every attempt.
+func transient(err error) bool {
+	var (
+		cv  *tls.CertificateVerificationError
+		rh  tls.RecordHeaderError
+		ua  x509.UnknownAuthorityError
+		hn  x509.HostnameError
+		ci  x509.CertificateInvalidError
+		al  tls.AlertError
+		ech *tls.ECHRejectionError
+	)
+	switch {
+	case errors.As(err, &cv), errors.As(err, &rh), errors.As(err, &ua), errors.As(err, &hn),
+		errors.As(err, &ci), errors.As(err, &al), errors.As(err, &ech):
+		return false
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
 	var oe *net.OpError
-	return errors.As(err, &oe)
+	return errors.As(err, &oe) && !strings.Contains(oe.Err.Error(), "tls:")
 }
 
 func (c *Client) backoff(n int) time.Duration {
@@ -184,12 +264,42 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-func (c *Client) attempt(ctx context.Context, endpoint string, body []byte, taskID string) (*Result, error) {
+// attemptTimeout is the bound of one attempt when left attempts remain:
+// AttemptTimeout (default 30 s), and at most an equal share of the time left
+// before ctx's deadline, so that a hung attempt leaves room for the others.
+func (c *Client) attemptTimeout(ctx context.Context, left int) time.Duration {
 	timeout := c.AttemptTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if dl, ok := ctx.Deadline(); ok && left > 1 {
+		timeout = min(timeout, time.Until(dl)/time.Duration(left))
+	}
+	return timeout
+}
+
+// sameOriginRedirects follows a redirect only when it keeps the method (307,
+// 308, so the body is re-sent) and the origin of the first request;
+// anything else is handed back as the answer.
+func sameOriginRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0]
+		if req.Method != first.Method || req.URL.Scheme != first.URL.Scheme || req.URL.Host != first.URL.Host ||
+			req.Response == nil || (req.Response.StatusCode != http.StatusTemporaryRedirect && req.Response.StatusCode != http.StatusPermanentRedirect) {
+			return http.ErrUseLastResponse
+		}
+		if len(via) >= 5 {
+			return errors.New("stopped after 5 redirects")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		return nil
+	}
+}
+
+func (c *Client) attempt(ctx context.Context, endpoint string, body []byte, taskID string, left int) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.attemptTimeout(ctx, left))
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
@@ -198,11 +308,15 @@ func (c *Client) attempt(ctx context.Context, endpoint string, body []byte, task
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set(TaskIDHeader, taskID)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
+	hc := http.DefaultClient
+	if c.HTTP != nil {
+		hc = c.HTTP
 	}
-	resp, err := hc.Do(hreq)
+	// A copy shares the caller's transport (and its connections); only the
+	// redirect policy is the protocol's.
+	policy := *hc
+	policy.CheckRedirect = sameOriginRedirects(hc.CheckRedirect)
+	resp, err := policy.Do(hreq)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +325,7 @@ func (c *Client) attempt(ctx context.Context, endpoint string, body []byte, task
 	if limit <= 0 {
 		limit = 8 << 20
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("read response: %w", err)
 	}
@@ -222,11 +336,12 @@ func (c *Client) attempt(ctx context.Context, endpoint string, body []byte, task
 		TaskID:   taskID,
 		Replayed: resp.Header.Get(ReplayedHeader) == "true",
 	}
+	if int64(len(raw)) > limit {
+		res.Body, res.Truncated = raw[:limit], true
+		return res, nil
+	}
 	if resp.StatusCode == http.StatusOK {
-		var r Response
-		if err := json.Unmarshal(raw, &r); err == nil {
-			res.Response = &r
-		}
+		res.Response = decodeResponse(raw)
 	} else {
 		var e ErrorBody
 		if err := json.Unmarshal(raw, &e); err == nil && e.Error != "" {
@@ -234,4 +349,28 @@ func (c *Client) attempt(ctx context.Context, endpoint string, body []byte, task
 		}
 	}
 	return res, nil
+}
+
+// decodeResponse reads a 200 body as the protocol's response: one strict
+// JSON object, with an output object and no error field. Anything else is
+// nil, which Invoke reports as ErrMalformedResponse.
+func decodeResponse(raw []byte) *Response {
+	if CheckJSON(raw) != nil {
+		return nil
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil || top == nil {
+		return nil
+	}
+	if _, ok := top["error"]; ok {
+		return nil
+	}
+	if firstByte(top["output"]) != '{' {
+		return nil
+	}
+	var r Response
+	if json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	return &r
 }

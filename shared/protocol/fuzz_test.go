@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/shared/protocol"
 )
@@ -18,6 +20,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"task":"echo","input":{"n":1}}`, `{"task":"echo"}`, `{"task":"echo","input":null}`,
 		`{]`, ``, `null`, `[]`, `"x"`, `{"task":5}`, `{"task":""}`, `{"task":"echo","input":[1]}`,
 		`{"task":"echo"}{}`, "{\"task\":\"\xff\"}", `{"task":"echo","input":{"n":"x"}}`,
+		`{"task":"nope","task":"echo"}`, `{"task":"echo","input":{"n":1,"N":2}}`, `{"task":"echo","input":{"a":{"b":1,"b":2}}}`,
+		`{"task":"echo","input":{"s":"\ud800"}}`, `{"TASK":"echo"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -29,6 +33,9 @@ func FuzzDecodeRequest(f *testing.F) {
 				t.Fatalf("decode error %+v is not a located 422", perr)
 			}
 		} else {
+			if err := protocol.CheckJSON(body); err != nil {
+				t.Fatalf("accepted a body that is not strict JSON: %v", err)
+			}
 			if req.Task == "" {
 				t.Fatal("accepted an empty task")
 			}
@@ -62,6 +69,9 @@ func FuzzVerify(f *testing.F) {
 		`{"output":{"error":"x"},"metadata":{"agent":"a","capability":"c","duration_ms":3}}`,
 		`{"error":"invalid_input","message":"m","details":[{"loc":["body"],"msg":"x"}]}`,
 		`{"metadata":{"duration_ms":1e309,"tokens_used":-1}}`, `[]`, `null`, `{`, ``,
+		`{"output":{"x":1},"metadata":{"agent":"a","capability":"c","duration_ms":3}}trailing`,
+		`{"output":{"x":1},"metadata":{"agent":"a","capability":"c","duration_ms":3}} {"output":{}}`,
+		`{"error":"invalid_input","message":null}`,
 	} {
 		f.Add(200, []byte(s))
 		f.Add(400, []byte(s))
@@ -71,11 +81,43 @@ func FuzzVerify(f *testing.F) {
 		err := protocol.Verify(status, hdr, body, protocol.Expect{Agent: "a", Capability: "c"})
 		var resp protocol.Response
 		uerr := json.Unmarshal(body, &resp)
+		if err == nil && protocol.CheckJSON(body) != nil {
+			t.Fatalf("Verify accepted %q, which is not one strict JSON value", body)
+		}
 		if err == nil && status == 200 && uerr != nil {
 			t.Fatalf("Verify accepted %q but it does not decode: %v", body, uerr)
 		}
 		if err == nil && status == 200 && (resp.Metadata.Agent != "a" || resp.Metadata.Capability != "c" || resp.Metadata.DurationMS < 0) {
 			t.Fatalf("Verify accepted %q with metadata %+v", body, resp.Metadata)
+		}
+	})
+}
+
+// FuzzCheckJSON compares the strict checker with encoding/json: whatever it
+// accepts is valid JSON and valid UTF-8, and it refuses valid UTF-8 JSON
+// only for a repeated key, a lone surrogate escape or excessive nesting.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1,"b":[true,false,null,"x\u00e9"]}`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `"\ud83d\ude00"`, `"\ud800"`,
+		"\"\xff\"", `[1,2]x`, `-0.0e-0`, `{"":{"":{"":[]}}}`, ` 1 `, `01`, `1e`, `"\/"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := protocol.CheckJSON(data)
+		if err == nil {
+			if !json.Valid(data) || !utf8.Valid(data) {
+				t.Fatalf("CheckJSON accepted %q", data)
+			}
+			return
+		}
+		je, ok := err.(*protocol.JSONError)
+		if !ok || je.Offset < 0 || je.Offset > len(data) {
+			t.Fatalf("CheckJSON(%q) = %#v", data, err)
+		}
+		if json.Valid(data) && utf8.Valid(data) && !strings.Contains(je.Msg, "duplicate key") &&
+			!strings.Contains(je.Msg, "surrogate") && !strings.Contains(je.Msg, "nested") {
+			t.Fatalf("CheckJSON refused valid JSON %q: %v", data, err)
 		}
 	})
 }

@@ -29,6 +29,13 @@ func Verify(status int, header http.Header, body []byte, want Expect) error {
 	if ct := header.Get("Content-Type"); !IsJSON(ct) {
 		fail("Content-Type is %q, not application/json", ct)
 	}
+	// The body must be one strict JSON value: bytes after it (which a
+	// streaming decoder would leave unread), invalid UTF-8 or a repeated key
+	// make buyers disagree about what was answered.
+	if err := CheckJSON(body); err != nil {
+		fail("body is not one strict JSON object: %v", err)
+		return errors.Join(errs...)
+	}
 	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -118,11 +125,12 @@ func isNonNegativeInteger(raw json.RawMessage) bool {
 
 func verifyError(status int, header http.Header, top map[string]json.RawMessage, fail func(string, ...any)) {
 	var code, msg string
-	if err := json.Unmarshal(top["error"], &code); err != nil || code == "" {
+	if err := json.Unmarshal(top["error"], &code); err != nil || firstByte(top["error"]) != '"' || code == "" {
 		fail("error is missing or not a non-empty string")
 	}
-	if err := json.Unmarshal(top["message"], &msg); err != nil {
-		fail("message is missing or not a string")
+	// null decodes into a Go string without complaint; the shape wants a string.
+	if err := json.Unmarshal(top["message"], &msg); err != nil || firstByte(top["message"]) != '"' {
+		fail("message is missing or not a string (got %s)", clipRaw(top["message"]))
 	}
 	if _, ok := top["output"]; ok {
 		fail("an error response carries output")
@@ -148,4 +156,15 @@ func verifyError(status int, header http.Header, top map[string]json.RawMessage,
 			fail("%d without Retry-After", status)
 		}
 	}
+}
+
+// clipRaw shows the start of a raw JSON value in a finding.
+func clipRaw(raw json.RawMessage) string {
+	if raw == nil {
+		return "nothing"
+	}
+	if len(raw) > 40 {
+		return string(raw[:40]) + "…"
+	}
+	return string(raw)
 }

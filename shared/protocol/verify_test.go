@@ -42,6 +42,14 @@ func TestVerify(t *testing.T) {
 		{"405 without Allow", 405, js, `{"error":"method_not_allowed","message":"m"}`, "Allow"},
 		{"503 without Retry-After", 503, js, `{"error":"unavailable","message":"m"}`, "Retry-After"},
 		{"201 is not the protocol", 201, js, `{"output":{}}`, "neither 200"},
+		{"bytes after a 200", 200, js, `{"output":{},"metadata":{"agent":"a","capability":"c","duration_ms":0}}garbage`, "data after the JSON value"},
+		{"a second document after a 200", 200, js, `{"output":{},"metadata":{"agent":"a","capability":"c","duration_ms":0}} {}`, "data after the JSON value"},
+		{"bytes after an error", 400, js, `{"error":"invalid_input","message":"m"}]`, "data after the JSON value"},
+		{"duplicate key", 200, js, `{"output":{},"output":{"error":"x"},"metadata":{"agent":"a","capability":"c","duration_ms":0}}`, "duplicate key"},
+		{"invalid UTF-8", 400, js, "{\"error\":\"invalid_input\",\"message\":\"\xff\"}", "UTF-8"},
+		{"null message", 400, js, `{"error":"invalid_input","message":null}`, "message is missing or not a string (got null)"},
+		{"null error", 400, js, `{"error":null,"message":"m"}`, "error is missing"},
+		{"numeric message", 400, js, `{"error":"invalid_input","message":5}`, "message is missing or not a string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
