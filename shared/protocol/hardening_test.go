@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-		"strings"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
