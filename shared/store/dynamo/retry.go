@@ -23,7 +23,7 @@ import (
 // answered with an internal error, or the caller's context ended while it
 // was in flight. It does not wrap store.ErrUnavailable (which promises that
 // nothing was written): the caller must treat the write as possibly done,
-// e.g. point the client at its idempotent replay path.
+// e.g. point the client at a replay path that can tell.
 var ErrOutcomeUnknown = errors.New("dynamo: outcome of the write is unknown")
 
 // Default retry bounds. Throttling and transaction conflicts are DynamoDB's
@@ -131,7 +131,7 @@ func (p policy) backoff(attempt int) time.Duration {
 type reqKind int
 
 const (
-	readReq   reqKind = iota // idempotent, writes nothing
+	readReq   reqKind = iota // writes nothing: safe to resend
 	singleReq                // PutItem / UpdateItem / DeleteItem: a resend may apply twice
 	txReq                    // TransactWriteItems with a client request token
 )
@@ -147,11 +147,12 @@ const (
 //     ErrOutcomeUnknown: resending could apply it twice, and claiming
 //     nothing was written could be false.
 //   - A transaction resends with the same client request token after an
-//     unknown attempt, which DynamoDB makes idempotent: a success or a
+//     unknown attempt, which DynamoDB deduplicates for 10 minutes
+//     (a resend with it applies nothing twice): a success or a
 //     final answer then settles the outcome. When the bound runs out first,
 //     the outcome stays unknown (ErrOutcomeUnknown). After notApplied
 //     attempts only, a fresh token is used, so a conflict is never replayed
-//     from DynamoDB's idempotency cache.
+//     from DynamoDB's record of the token.
 //   - Reads retry notApplied and unknown alike and end in
 //     store.ErrUnavailable.
 //
