@@ -67,28 +67,40 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 }
 
-// Shorthands for attribute values the cases use a lot.
-var (
-	S    = store.S
-	Bin  = store.B
-	Bool = store.Bool
-	Null = store.Null
-	SS   = store.SS
-)
+// S is a string attribute value (store.S).
+func S(v string) types.AttributeValue { return store.S(v) }
+
+// Bin is a binary attribute value (store.B: nil is the empty binary).
+func Bin(v []byte) types.AttributeValue { return store.B(v) }
+
+// Bool is a boolean attribute value.
+func Bool(v bool) types.AttributeValue { return store.Bool(v) }
+
+// Null is the NULL attribute value.
+func Null() types.AttributeValue { return store.Null() }
+
+// SS is a string set.
+func SS(v ...string) types.AttributeValue { return store.SS(v...) }
 
 // N is a number attribute from its decimal text ("1.5", "-1e3", a 38-digit
 // integer), which store.N (int64) cannot express.
 func N(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 
-// NS, BS, L and M build sets, lists and maps.
+// NS is a number set.
 func NS(v ...string) types.AttributeValue { return &types.AttributeValueMemberNS{Value: v} }
+
+// BS is a binary set.
 func BS(v ...[]byte) types.AttributeValue { return &types.AttributeValueMemberBS{Value: v} }
+
+// L is a list (never nil, as DynamoDB returns an empty one).
 func L(v ...types.AttributeValue) types.AttributeValue {
 	if v == nil {
 		v = []types.AttributeValue{}
 	}
 	return &types.AttributeValueMemberL{Value: v}
 }
+
+// M is a map (never nil).
 func M(v store.Item) types.AttributeValue {
 	if v == nil {
 		v = store.Item{}
