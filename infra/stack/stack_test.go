@@ -1192,6 +1192,7 @@ func TestValidate(t *testing.T) {
 		}, "same API Gateway route"},
 		{"duplicate function", func(p *stack.Props) { p.Functions = append(p.Functions, p.Functions[0]) }, "listed twice"},
 		{"memory", func(p *stack.Props) { p.Functions[0].MemoryMB = 64 }, "memory"},
+		{"route timeout over API Gateway's", func(p *stack.Props) { p.Functions[0].TimeoutSeconds = 31 }, "timeout 31 s serves routes"},
 		{"reserved env", func(p *stack.Props) { p.Functions[0].Env = map[string]string{stack.TableNameEnv: "x"} }, stack.TableNameEnv},
 		{"bad schedule", func(p *stack.Props) {
 			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.ScheduleTrigger, Schedule: "every minute"}}

@@ -11,6 +11,9 @@ import (
 	"github.com/a2awire/a2awire/shared/store/schema"
 )
 
+// MaxRouteTimeoutS is API Gateway's integration timeout for HTTP APIs.
+const MaxRouteTimeoutS = 30
+
 var streamViews = []string{"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"}
 
 var (
@@ -76,6 +79,13 @@ func validate(p Props) error {
 		}
 		if streams > 1 || schedules > 1 {
 			fail("function %q: at most one stream and one schedule trigger", fn.Name)
+		}
+	}
+	// API Gateway ends an integration at 30 s (503 to the client), so a
+	// function serving routes must give up first (DESIGN §9).
+	for _, name := range slices.Sorted(maps.Keys(fns)) {
+		if fns[name].TimeoutSeconds > MaxRouteTimeoutS && slices.ContainsFunc(p.Routes, func(r routes.Route) bool { return r.Function == name }) {
+			fail("function %q: timeout %d s serves routes, but API Gateway gives up after %d s", name, fns[name].TimeoutSeconds, MaxRouteTimeoutS)
 		}
 	}
 	validateConcurrency(p, fns, fail)
@@ -150,8 +160,9 @@ func validateConcurrency(p Props, fns map[string]routes.Function, fail func(stri
 		}
 	}
 	sum := 0
+	reserved := reservations(p)
 	for _, name := range slices.Sorted(maps.Keys(fns)) {
-		n := reservations(p)[name]
+		n := reserved[name]
 		if n < 1 {
 			fail("function %q: reserved concurrency %d, want at least 1 (0 stops the function)", name, n)
 		}
