@@ -48,13 +48,16 @@ type Check struct {
 // Item names, in the order Run reports them. They are stable: scripts and
 // tests match on them.
 const (
-	// AcceptsPostJSON: POST application/json with the good input → 200.
+	// AcceptsPostJSON: POST application/json with the good input → 200, and
+	// so with Content-Type application/json; charset=utf-8.
 	AcceptsPostJSON = "accepts-post-json"
 	// SuccessShape: that 200 carries output and metadata with agent (= the
 	// registered name when known), capability (= task) and integer duration_ms.
 	SuccessShape = "success-shape"
 	// InputDefaults: an invocation without input, and one with input null,
-	// are read as input {} — never a 422 (and a 200 when the good input is {}).
+	// are read as input {}: each gets the answer an explicit input {} gets
+	// (the same status and, for an error, the same code and message) — never
+	// a 422.
 	InputDefaults = "input-defaults"
 	// BadInput400: the caller's bad input → 400 invalid_input {error, message}.
 	BadInput400 = "bad-input-400"
@@ -72,7 +75,7 @@ const (
 	// ToleratesTaskID: the good invocation with X-A2AWire-Task-Id → 200.
 	ToleratesTaskID = "tolerates-task-id"
 	// ReplayIdentical (stateful): repeating a completed task id returns the
-	// same status and body.
+	// same status and body, marked X-A2AWire-Replayed: true.
 	ReplayIdentical = "replay-identical"
 	// ReusedKey409 (stateful): the same task id with a different body → 409
 	// idempotency_key_reused.
@@ -417,7 +420,14 @@ func (s *session) acceptsPostJSON(ctx context.Context) (Status, string) {
 	if s.first.err != nil || s.first.status != http.StatusOK {
 		return Fail, "want 200 for task " + s.t.Task + " with the good input, got " + seen(s.first)
 	}
-	return Pass, "200 in " + ms(s.first.took)
+	// application/json with parameters is JSON (DESIGN §3).
+	p := s.invocation("good input as application/json; charset=utf-8", s.t.Input)
+	p.contentType = "application/json; charset=utf-8"
+	x := s.send(ctx, p)
+	if x.err != nil || x.status != http.StatusOK {
+		return Fail, "want 200 with Content-Type " + p.contentType + " as with application/json, got " + seen(x)
+	}
+	return Pass, "200 in " + ms(s.first.took) + "; 200 with charset=utf-8 too"
 }
 
 func (s *session) successShape(context.Context) (Status, string) {
@@ -437,26 +447,33 @@ func (s *session) successShape(context.Context) (Status, string) {
 }
 
 func (s *session) inputDefaults(ctx context.Context) (Status, string) {
-	emptyGood := bytes.Equal(compact(s.t.Input), []byte("{}"))
+	send := func(label string, body []byte) exchange {
+		return s.send(ctx, probe{label: label, method: http.MethodPost, contentType: "application/json", body: body,
+			expect: protocol.Expect{Agent: s.t.Agent, Capability: s.t.Task}})
+	}
+	// The reference: what the provider answers to an explicit input {}.
+	ref := send("input {}", mustJSON(map[string]any{"task": s.t.Task, "input": map[string]any{}}))
+	if ref.err != nil {
+		return Fail, "input {}: " + seen(ref)
+	}
 	probes := []probe{
 		{label: "input absent", body: mustJSON(map[string]any{"task": s.t.Task})},
 		{label: "input null", body: mustJSON(map[string]any{"task": s.t.Task, "input": nil})},
 	}
-	var problems, got []string
+	var problems []string
+	got := []string{"input {} → " + brief(ref)}
 	for _, p := range probes {
-		p.method, p.contentType = http.MethodPost, "application/json"
-		p.expect = protocol.Expect{Agent: s.t.Agent, Capability: s.t.Task}
-		x := s.send(ctx, p)
+		x := send(p.label, p.body)
 		got = append(got, p.label+" → "+brief(x))
 		switch {
 		case x.err != nil:
 			problems = append(problems, p.label+": "+seen(x))
-		case x.status == http.StatusUnprocessableEntity:
+		case x.status == http.StatusUnprocessableEntity && ref.status != http.StatusUnprocessableEntity:
 			problems = append(problems, p.label+" was refused as an invalid request ("+seen(x)+"); input must default to {}")
-		case x.status >= 500:
-			problems = append(problems, p.label+" failed the provider: "+seen(x))
-		case emptyGood && x.status != http.StatusOK:
-			problems = append(problems, p.label+" must succeed like input {} does, got "+seen(x))
+		case x.status != ref.status:
+			problems = append(problems, fmt.Sprintf("%s must be answered like input {}: got %s, input {} got %s", p.label, seen(x), seen(ref)))
+		case x.status != http.StatusOK && !sameError(x, ref):
+			problems = append(problems, fmt.Sprintf("%s must be answered like input {}: got %s, input {} got %s", p.label, seen(x), seen(ref)))
 		default:
 			if err := verify(x); err != nil {
 				problems = append(problems, p.label+": "+seen(x)+": "+err.Error())
@@ -467,6 +484,16 @@ func (s *session) inputDefaults(ctx context.Context) (Status, string) {
 		return Fail, strings.Join(problems, "; ")
 	}
 	return Pass, strings.Join(got, "; ")
+}
+
+// sameError reports whether two error answers carry the same code and
+// message: an answer that names the missing input differs from the one an
+// explicit {} gets, though both are 400 invalid_input.
+func sameError(a, b exchange) bool {
+	var ea, eb protocol.ErrorBody
+	_ = json.Unmarshal(a.body, &ea)
+	_ = json.Unmarshal(b.body, &eb)
+	return ea.Error == eb.Error && ea.Message == eb.Message
 }
 
 func compact(raw json.RawMessage) []byte {
@@ -572,11 +599,14 @@ func (s *session) replayIdentical(ctx context.Context) (Status, string) {
 	if b.status != a.status || !sameJSON(a.body, b.body) {
 		return Fail, fmt.Sprintf("the repeat answered differently: first %s; repeat %s", seen(a), seen(b))
 	}
-	replayed := b.header.Get(protocol.ReplayedHeader)
-	if replayed == "" {
-		replayed = "absent"
+	if replayed := b.header.Get(protocol.ReplayedHeader); replayed != "true" {
+		if replayed == "" {
+			replayed = "absent"
+		}
+		return Fail, fmt.Sprintf("the repeat answered the same %d body but without %s: true (%s); a buyer cannot tell a replay from a new run",
+			b.status, protocol.ReplayedHeader, replayed)
 	}
-	return Pass, fmt.Sprintf("repeat answered the same %d body; %s: %s", b.status, protocol.ReplayedHeader, replayed)
+	return Pass, fmt.Sprintf("repeat answered the same %d body; %s: true", b.status, protocol.ReplayedHeader)
 }
 
 // sameJSON reports whether two bodies hold the same JSON value, so that a

@@ -368,6 +368,72 @@ func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 			detail: `want the registered name "test-provider"`,
 		},
 		{
+			name: "refuses application/json; charset=utf-8",
+			handler: func() http.Handler {
+				return rewrite(newProvider(nil), func(r *http.Request, _ []byte) bool {
+					return r.Method == http.MethodPost && r.Header.Get("Content-Type") != "application/json"
+				}, func(w http.ResponseWriter, _ *http.Request) {
+					writeJSON(w, 415, `{"error":"unsupported_media_type","message":"Content-Type must be exactly application/json"}`)
+				})
+			},
+			want:   []string{conform.AcceptsPostJSON},
+			detail: "application/json; charset=utf-8",
+		},
+		{
+			name: "bytes after the JSON of every 200",
+			handler: func() http.Handler {
+				return rewrite(newProvider(nil), post, func(w http.ResponseWriter, r *http.Request) {
+					rec := httptest.NewRecorder()
+					newProvider(nil).ServeHTTP(rec, r)
+					body := rec.Body.String()
+					if rec.Code == 200 {
+						body += "\n<!-- served by a proxy -->"
+					}
+					writeJSON(w, rec.Code, body)
+				})
+			},
+			want:   []string{conform.SuccessShape, conform.NoErrorIn200},
+			detail: "data after the JSON value",
+		},
+		{
+			name: "message null",
+			handler: func() http.Handler {
+				return rewrite(newProvider(nil), func(r *http.Request, _ []byte) bool { return r.Method != http.MethodPost }, func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Allow", "POST")
+					writeJSON(w, 405, `{"error":"method_not_allowed","message":null}`)
+				})
+			},
+			want:   []string{conform.NonPost405},
+			detail: "message is missing or not a string (got null)",
+		},
+		{
+			name: "absent input answered otherwise than {}",
+			handler: func() http.Handler {
+				return rewrite(newProvider(nil), func(_ *http.Request, b []byte) bool {
+					var m map[string]json.RawMessage
+					_ = json.Unmarshal(b, &m)
+					in, ok := m["input"]
+					return m != nil && m["task"] != nil && (!ok || string(in) == "null")
+				}, func(w http.ResponseWriter, _ *http.Request) {
+					writeJSON(w, 400, `{"error":"invalid_input","message":"input is required"}`)
+				})
+			},
+			want:   []string{conform.InputDefaults},
+			detail: "input absent must be answered like input {}",
+		},
+		{
+			name: "replay without X-A2AWire-Replayed",
+			handler: func() http.Handler {
+				p := newProvider(newIdem())
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					p.ServeHTTP(dropHeader{w, protocol.ReplayedHeader}, r)
+				})
+			},
+			stateful: true,
+			want:     []string{conform.ReplayIdentical},
+			detail:   "without " + protocol.ReplayedHeader + ": true (absent)",
+		},
+		{
 			name:     "stateful provider that acts twice",
 			handler:  func() http.Handler { return newProvider(nil) },
 			stateful: true,
@@ -485,7 +551,7 @@ func TestEmptyGoodInputMustSucceedWithoutInput(t *testing.T) {
 	if got := having(checks, conform.Fail); !slices.Equal(got, []string{conform.InputDefaults}) {
 		t.Fatalf("failed %v, want [input-defaults]:%s", got, report(checks))
 	}
-	if d := checks[conform.InputDefaults].Detail; !strings.Contains(d, "input absent must succeed like input {} does") {
+	if d := checks[conform.InputDefaults].Detail; !strings.Contains(d, "input absent must be answered like input {}") {
 		t.Errorf("detail %q", d)
 	}
 }
@@ -529,4 +595,16 @@ func TestCancelledRunSendsNothing(t *testing.T) {
 	if n := hits.Load(); n != 0 {
 		t.Errorf("%d probes reached the provider", n)
 	}
+}
+
+// dropHeader hides one response header, as a proxy that strips unknown
+// headers would.
+type dropHeader struct {
+	http.ResponseWriter
+	name string
+}
+
+func (d dropHeader) WriteHeader(code int) {
+	d.Header().Del(d.name)
+	d.ResponseWriter.WriteHeader(code)
 }
