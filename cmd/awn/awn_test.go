@@ -207,9 +207,13 @@ func TestUsage(t *testing.T) {
 		{[]string{"invoke", ep}, `required flag(s) "task" not set`},
 		{[]string{"invoke", ep, "--task", ""}, "--task must name a capability"},
 		{[]string{"invoke"}, "accepts 1 arg(s), received 0"},
-		{[]string{"invoke", ep, "--task", "ping", "--input", "{not json"}, "--input {not json: "},
-		{[]string{"invoke", ep, "--task", "ping", "--input", "[1]"}, "--input [1]: "},
-		{[]string{"invoke", ep, "--task", "ping", "--input", "null"}, "not a JSON object"},
+		{[]string{"invoke", ep, "--task", "ping", "--input", "{not json"}, `--input "{not json" is not valid JSON: unexpected character 'n'; expected a quoted key`},
+		{[]string{"invoke", ep, "--task", "ping", "--input", `{"a":1`}, `--input "{\"a\":1" is not valid JSON: the JSON ends early`},
+		{[]string{"invoke", ep, "--task", "ping", "--input", `{"a":1,"a":2}`}, `is not valid JSON: duplicate key "a"`},
+		{[]string{"invoke", ep, "--task", "ping", "--input", `{} {}`}, "there is data after the JSON value"},
+		{[]string{"invoke", ep, "--task", "ping", "--input", "[1]"}, `--input "[1]" must be a JSON object such as '{"key": "value"}', not an array`},
+		{[]string{"invoke", ep, "--task", "ping", "--input", "null"}, "must be a JSON object such as '{\"key\": \"value\"}', not null"},
+		{[]string{"invoke", ep, "--task", "ping", "--task-id", "caf\u00e9"}, `--task-id "caf\u00e9" must be printable ASCII`},
 		{[]string{"invoke", ep, "--task", "ping", "--timeout", "0s"}, "--timeout must be positive"},
 		{[]string{"invoke", ep, "--task", "ping", "--timeout", "soon"}, `invalid argument "soon"`},
 		{[]string{"invoke", ep, "--task", "ping", "--attempts", "0"}, "--attempts must be at least 1"},
@@ -219,7 +223,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"invoke", "ftp://example.com/x", "--task", "ping"}, "not an absolute http(s) endpoint URL"},
 		{[]string{"conform"}, "conform needs an endpoint (or --fixtures)"},
 		{[]string{"conform", ep}, "--task is required"},
-		{[]string{"conform", ep, "--task", "ping", "--bad-input", "5"}, "--bad-input 5: "},
+		{[]string{"conform", ep, "--task", "ping", "--bad-input", "5"}, `--bad-input "5" must be a JSON object`},
 		{[]string{"conform", ep, "a", "--task", "ping"}, "accepts at most 1 arg(s)"},
 		{[]string{"conform", "--fixtures", ep}, "takes no endpoint argument"},
 		{[]string{"conform", "--fixtures", "--task", "ping"}, "--task cannot be combined"},
@@ -231,6 +235,9 @@ func TestUsage(t *testing.T) {
 		r := awn(t, nil, tc.args...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, tc.stderr) {
 			t.Errorf("awn %q: want exit 2, empty stdout and %q on stderr; got %v", tc.args, tc.stderr, r)
+		}
+		if strings.Contains(r.stderr, "json:") || strings.Contains(r.stderr, "invalid character") {
+			t.Errorf("awn %q: a Go decoder error reached the user: %s", tc.args, r.stderr)
 		}
 		if r.code == 2 && !strings.Contains(r.stderr, "--help' for usage.") {
 			t.Errorf("awn %q: no usage hint: %s", tc.args, r.stderr)
@@ -246,5 +253,76 @@ func TestHelp(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") {
 			t.Errorf("awn %q: %v", args, r)
 		}
+	}
+}
+
+// serveRaw answers every request with status and body as given.
+func serveRaw(t *testing.T, status int, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestInvokeSameExitInBothModes: answers that are not a usable response
+// exit 1 in text and --json mode alike, with nothing on stdout: a 200
+// carrying an error, a 200 with bytes after its JSON, and an answer over
+// 8 MiB, which is said to be cut.
+func TestInvokeSameExitInBothModes(t *testing.T) {
+	t.Parallel()
+	big := `{"output":{"pad":"` + strings.Repeat("x", 9<<20) + `"},"metadata":{"agent":"a","capability":"c","duration_ms":0}}`
+	tests := []struct {
+		name, url, stderr string
+	}{
+		{"error in a 200", serveRaw(t, 200, `{"error":"invalid_input","message":"no"}`),
+			"error: invalid_input: no (sent with status 200, which the protocol forbids)"},
+		{"bytes after a 200", serveRaw(t, 200, `{"output":{},"metadata":{"agent":"a","capability":"c","duration_ms":0}}junk`),
+			"error: the provider answered 200 with a body that is not a response"},
+		{"over 8 MiB", serveRaw(t, 200, big), "error: the response was larger than 8 MiB and was cut"},
+	}
+	for _, tc := range tests {
+		for _, mode := range [][]string{nil, {"--json"}} {
+			r := awn(t, nil, append(mode, "invoke", tc.url, "--task", "c")...)
+			if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, tc.stderr) {
+				t.Errorf("%s %v: want exit 1, empty stdout, stderr %q; got %v", tc.name, mode, tc.stderr, r)
+			}
+		}
+	}
+}
+
+// TestInvokeEscapesProviderText: text mode shows a provider's control
+// characters (escape sequences, CR/LF, C1, bidi overrides) escaped, in the
+// output, the metadata and error messages; --json prints the JSON as sent.
+func TestInvokeEscapesProviderText(t *testing.T) {
+	t.Parallel()
+	// The output holds C1 CSI and a bidi override raw, as valid JSON may.
+	ok := serveRaw(t, 200, `{"output":{"s":"a`+"\u009b"+`31mb`+"\u202e"+`"},"metadata":{"agent":"evil\u001b[2J","capability":"c","duration_ms":0,`+
+		`"model":"m\r\nfake: line","note\u0007":"x\u007f"}}`)
+	r := awn(t, nil, "invoke", ok, "--task", "c")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	for _, raw := range []string{"\x1b", "\r", "\u009b", "\u202e", "\a", "\x7f", "\nfake: line"} {
+		if strings.Contains(r.stdout, raw) {
+			t.Errorf("stdout carries %q raw:\n%s", raw, r.stdout)
+		}
+	}
+	for _, esc := range []string{`evil\x1b[2J`, `m\x0d\x0afake: line`, `a\x9b31mb\u202e`, `note\x07:`, `x\x7f`} {
+		if !strings.Contains(r.stdout, esc) {
+			t.Errorf("stdout lacks %s:\n%s", esc, r.stdout)
+		}
+	}
+	r = awn(t, nil, "--json", "invoke", ok, "--task", "c")
+	if r.code != 0 || !strings.Contains(r.stdout, `"evil\u001b[2J"`) || !strings.Contains(r.stdout, `"m\r\nfake: line"`) {
+		t.Errorf("--json is not the JSON as sent: %v", r)
+	}
+	bad := serveRaw(t, 400, `{"error":"invalid_input","message":"no\u001b]0;pwned\u0007\r\nawn: ok"}`)
+	r = awn(t, nil, "invoke", bad, "--task", "c")
+	if r.code != 1 || strings.ContainsAny(r.stderr[:len(r.stderr)-1], "\x1b\a\r\n") || !strings.Contains(r.stderr, `no\x1b]0;pwned\x07\x0d\x0aawn: ok`) {
+		t.Errorf("error message not escaped: %q", r.stderr)
 	}
 }

@@ -9,7 +9,10 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/spf13/cobra"
 )
 
@@ -179,17 +182,33 @@ func (a *app) endpoint(arg string) (string, error) {
 	return "", usageErrorf("%q is neither an endpoint URL nor an agent name", arg)
 }
 
-// jsonObject parses a flag value that must be a JSON object.
+// jsonObject parses a flag value that must be a JSON object, strictly as a
+// provider reads it (DESIGN §2), and says what is wrong in words, naming the
+// flag — never a Go decoder's message.
 func jsonObject(flag, value string) (json.RawMessage, error) {
+	if err := protocol.CheckJSON([]byte(value)); err != nil {
+		return nil, usageErrorf("--%s %s is not valid JSON: %v", flag, protocol.Quote(value), err)
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(value), &m); err != nil || m == nil {
-		msg := "not a JSON object"
-		if err != nil {
-			msg = err.Error()
-		}
-		return nil, usageErrorf("--%s %s: %s", flag, value, msg)
+		return nil, usageErrorf("--%s %s must be a JSON object such as '{\"key\": \"value\"}', not %s", flag, protocol.Quote(value), jsonKindOf(value))
 	}
 	return json.RawMessage(value), nil
+}
+
+// jsonKindOf names the kind of a valid JSON text for a message.
+func jsonKindOf(value string) string {
+	switch t := strings.TrimSpace(value); {
+	case strings.HasPrefix(t, "["):
+		return "an array"
+	case strings.HasPrefix(t, `"`):
+		return "a string"
+	case t == "null":
+		return "null"
+	case t == "true" || t == "false":
+		return "a boolean"
+	}
+	return "a number"
 }
 
 func positive(flag string, d time.Duration) error {
@@ -205,4 +224,31 @@ func (a *app) writeJSON(v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// escapeControls makes provider-supplied text safe for a terminal: control
+// characters (C0, DEL, C1 — escape sequences, CR that rewrites a line),
+// bidirectional overrides and invalid UTF-8 are shown as Go escapes
+// (\x1b, \u202e). With keepNewlines, '\n' passes, for text awn itself laid
+// out on several lines. --json output is not passed through it: there the
+// provider's JSON is printed as sent.
+func escapeControls(s string, keepNewlines bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n' && keepNewlines:
+			b.WriteByte('\n')
+		case unicode.IsControl(r) && r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -106,6 +109,9 @@ func (a *app) conform(cmd *cobra.Command, args []string, f conformFlags) error {
 			return err
 		}
 	}
+	if err := reach(cmd.Context(), endpoint, f.timeout); err != nil {
+		return a.unreachable(endpoint, err)
+	}
 	rep, err := a.conformOne(cmd.Context(), t, f.timeout)
 	if err != nil {
 		return err
@@ -167,7 +173,42 @@ func checkLine(c conform.Check) string {
 	return fmt.Sprintf("%-4s  %-19s  %s", strings.ToUpper(string(c.Status)), c.Name, c.Detail)
 }
 
+// reach sends one GET to endpoint and returns the transport error, if any:
+// any HTTP answer at all (405 is what a provider gives) means something is
+// listening. It turns "nothing is running there" into one clear error
+// instead of a FAIL line per item and fixture, each repeating the dial error.
+func reach(ctx context.Context, endpoint string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return ue.Err
+		}
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.Body.Close()
+}
+
+// unreachable is the one error for an endpoint nothing answers at.
+func (a *app) unreachable(where string, err error) error {
+	fmt.Fprintf(a.stderr, "awn: cannot reach %s: %v\n", where, err)
+	fmt.Fprintf(a.stderr, "awn: is the server running? Start the local one with 'make local' (or 'go run ./local'), or point --url (AWN_URL) at yours.\n")
+	return failed(fmt.Errorf("cannot reach %s: %w", where, err))
+}
+
 func (a *app) conformFixtures(ctx context.Context, targets []conform.Target, timeout time.Duration) error {
+	if len(targets) > 0 {
+		if err := reach(ctx, targets[0].Endpoint, timeout); err != nil {
+			return a.unreachable(a.baseURL, err)
+		}
+	}
 	all := fixturesReport{Endpoints: []endpointReport{}}
 	skipped := 0
 	for i, t := range targets {

@@ -266,14 +266,23 @@ func TestConformFixtures(t *testing.T) {
 	}
 }
 
-// TestConformFixturesUnreachable: nothing listening fails every fixture
-// quickly with exit 1.
+// TestConformFixturesUnreachable: nothing listening is one clear error on
+// stderr with exit 1 — not a FAIL line per item — for --fixtures and for one
+// endpoint, in text and --json mode.
 func TestConformFixturesUnreachable(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
-	r := awn(t, map[string]string{"AWN_URL": srv.URL}, "conform", "--fixtures")
-	if r.code != 1 || strings.Contains(r.stdout, "PASS") || !strings.Contains(r.stdout, "could not be reached") {
-		t.Fatalf("%v", r)
+	for _, args := range [][]string{
+		{"conform", "--fixtures"},
+		{"--json", "conform", "--fixtures"},
+		{"conform", srv.URL + "/agents/x/invoke", "--task", "ping"},
+	} {
+		r := awn(t, map[string]string{"AWN_URL": srv.URL}, args...)
+		if r.code != 1 || r.stdout != "" || strings.Contains(r.stderr, "FAIL") ||
+			!strings.Contains(r.stderr, "awn: cannot reach "+srv.URL) || !strings.Contains(r.stderr, "connection refused") ||
+			!strings.Contains(r.stderr, "is the server running?") || strings.Count(r.stderr, "\n") != 2 {
+			t.Errorf("%q: want exit 1, empty stdout and one two-line error; got %v", args, r)
+		}
 	}
 }

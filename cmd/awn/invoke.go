@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -16,6 +17,10 @@ import (
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/spf13/cobra"
 )
+
+// maxResponse bounds the answer awn reads (8 MiB); a longer one is reported
+// as cut, never shown in part.
+const maxResponse = 8 << 20
 
 type invokeFlags struct {
 	task     string
@@ -66,6 +71,9 @@ func (a *app) invoke(ctx context.Context, target string, f invokeFlags) error {
 	if len(f.taskID) > protocol.MaxTaskIDLength {
 		return usageErrorf("--task-id is longer than %d characters", protocol.MaxTaskIDLength)
 	}
+	if f.taskID != "" && !protocol.ValidTaskID(f.taskID) {
+		return usageErrorf("--task-id %s must be printable ASCII (letters, digits, punctuation, spaces)", protocol.Quote(f.taskID))
+	}
 	if err := positive("timeout", f.timeout); err != nil {
 		return err
 	}
@@ -75,21 +83,29 @@ func (a *app) invoke(ctx context.Context, target string, f invokeFlags) error {
 
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	client := &protocol.Client{HTTP: &http.Client{}, MaxAttempts: f.attempts, AttemptTimeout: f.timeout}
+	// The client gives each attempt a share of the budget, so a hung
+	// attempt is retried within --timeout.
+	client := &protocol.Client{HTTP: &http.Client{}, MaxAttempts: f.attempts, AttemptTimeout: f.timeout, MaxResponse: maxResponse}
 	var opts []protocol.InvokeOption
 	if f.taskID != "" {
 		opts = append(opts, protocol.WithTaskID(f.taskID))
 	}
 	res, err := client.Invoke(ctx, endpoint, protocol.Request{Task: f.task, Input: input}, opts...)
+	// Every failure below exits 1 in text and --json mode alike; stdout
+	// stays empty, so a script reading --json never parses half an answer.
 	var remote *protocol.RemoteError
 	switch {
 	case errors.As(err, &remote):
 		fmt.Fprintln(a.stderr, "error: "+describeRemote(res, remote))
 		return failed(remote)
+	case errors.Is(err, protocol.ErrResponseTooLarge):
+		fmt.Fprintf(a.stderr, "error: the response was larger than %d MiB and was cut; it is not shown\n", maxResponse>>20)
+		return failed(err)
+	case errors.Is(err, protocol.ErrMalformedResponse):
+		fmt.Fprintln(a.stderr, "error: "+describeMalformed(res))
+		return failed(err)
 	case err != nil:
 		return err
-	case res.Response == nil:
-		return fmt.Errorf("%s answered 200 with a body that is not a response: %s", endpoint, clip(string(res.Body), 200))
 	}
 	// A 200 that breaks the protocol (say, an error inside output) is still
 	// what the provider said: show it, and warn so it is not taken at face value.
@@ -108,17 +124,28 @@ func (a *app) invoke(ctx context.Context, target string, f invokeFlags) error {
 	return a.printResult(res)
 }
 
+// describeMalformed says why a 200 is not a response: an error shape
+// inside it, or the start of whatever it was.
+func describeMalformed(res *protocol.Result) string {
+	var e protocol.ErrorBody
+	if json.Unmarshal(res.Body, &e) == nil && e.Error != "" {
+		return fmt.Sprintf("%s: %s (sent with status 200, which the protocol forbids)",
+			escapeControls(string(e.Error), false), escapeControls(e.Message, false))
+	}
+	return "the provider answered 200 with a body that is not a response: " + escapeControls(clip(strings.TrimSpace(string(res.Body)), 200), false)
+}
+
 // describeRemote renders an error answer as "<code>: <message>", falling
 // back to the status and the start of the body when the answer is not in the
 // protocol's error shape (a gateway's 404, an HTML error page).
 func describeRemote(res *protocol.Result, e *protocol.RemoteError) string {
 	if e.Body.Error != "" {
-		return fmt.Sprintf("%s: %s", e.Body.Error, e.Body.Message)
+		return fmt.Sprintf("%s: %s", escapeControls(string(e.Body.Error), false), escapeControls(e.Body.Message, false))
 	}
 	s := fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
 	if res != nil {
 		if b := strings.TrimSpace(string(res.Body)); b != "" {
-			s += ": " + clip(b, 200)
+			s += ": " + escapeControls(clip(b, 200), false)
 		}
 	}
 	return s
@@ -138,31 +165,32 @@ func (a *app) printResult(res *protocol.Result) error {
 	if err := json.Indent(&out, res.Response.Output, "", "  "); err != nil {
 		return fmt.Errorf("re-indent output: %w", err)
 	}
-	out.WriteString("\n\n")
-	if _, err := a.stdout.Write(out.Bytes()); err != nil {
+	// JSON strings may hold DEL, C1 controls and bidi overrides raw.
+	if _, err := io.WriteString(a.stdout, escapeControls(out.String(), true)+"\n\n"); err != nil {
 		return err
 	}
 	m := res.Response.Metadata
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "agent:\t%s\n", m.Agent)
-	fmt.Fprintf(tw, "capability:\t%s\n", m.Capability)
+	esc := func(s string) string { return escapeControls(s, false) }
+	fmt.Fprintf(tw, "agent:\t%s\n", esc(m.Agent))
+	fmt.Fprintf(tw, "capability:\t%s\n", esc(m.Capability))
 	fmt.Fprintf(tw, "duration_ms:\t%d\n", m.DurationMS)
 	if m.TokensUsed != nil {
 		fmt.Fprintf(tw, "tokens_used:\t%d\n", *m.TokensUsed)
 	}
 	if m.Model != "" {
-		fmt.Fprintf(tw, "model:\t%s\n", m.Model)
+		fmt.Fprintf(tw, "model:\t%s\n", esc(m.Model))
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Extra)) {
 		v := m.Extra[k]
 		if s, ok := v.(string); ok {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, s)
+			fmt.Fprintf(tw, "%s:\t%s\n", esc(k), esc(s))
 			continue
 		}
 		b, _ := json.Marshal(v)
-		fmt.Fprintf(tw, "%s:\t%s\n", k, b)
+		fmt.Fprintf(tw, "%s:\t%s\n", esc(k), esc(string(b)))
 	}
-	fmt.Fprintf(tw, "task_id:\t%s\n", res.TaskID)
+	fmt.Fprintf(tw, "task_id:\t%s\n", esc(res.TaskID))
 	if res.Attempts > 1 {
 		fmt.Fprintf(tw, "attempts:\t%d\n", res.Attempts)
 	}
