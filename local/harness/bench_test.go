@@ -17,6 +17,9 @@ import (
 func BenchmarkGateway(b *testing.B) {
 	const body = `{"task":"ping","input":{"echo":"hi"}}`
 	gw, err := harness.New(harness.Options{Log: logging.Discard()})
+	if err == nil {
+		defer gw.Close()
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,8 +1,18 @@
+// Package harness is the whole system in one process, behind
+// `go run ./local`: every function's Lambda entry (the very handler its main
+// passes to lambda.Start) behind the in-process API Gateway of package
+// cloud, mounted from the shared route table, with each function's stream
+// and schedule triggers driven as AWS drives them.
 package harness
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
-	"net/http"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/a2awire/a2awire/functions/fixture-clean/clean"
 	"github.com/a2awire/a2awire/functions/fixture-ledger/ledger"
@@ -10,52 +20,208 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-punctual/punctual"
 	"github.com/a2awire/a2awire/functions/fixture-translator/llm"
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
+	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
 
-// Store is everything the functions need of storage: the union of the
-// interfaces they declare. The memory, bolt and dynamo adapters satisfy it.
-type Store interface {
-	ledger.Store
-}
-
 // Options are the dependencies the harness hands to the functions, the
-// local stand-ins for what each Lambda main builds from its environment.
+// local stand-ins for what each Lambda main builds from its environment,
+// and the knobs of the stand-in AWS services.
 type Options struct {
 	Log *slog.Logger
 	// Store backs the stateful functions. Nil means a fresh in-memory
 	// store, so a harness built without one still serves every route.
-	Store Store
+	Store store.Store
+	// Feed is the table's change feed for stream triggers. Nil means the
+	// Store's own, when it keeps one (memory and bolt do).
+	Feed store.Feed
 	// TranslatorLLM configures the translator's model endpoint; the zero
 	// value means none (the fixture answers from its dictionary). Fill it
 	// with translator.EnvConfig(os.Getenv) to use the Lambda's variables.
 	TranslatorLLM llm.Config
+	// Extra adds functions beyond the route table's (tests use it for a
+	// stream- or schedule-triggered function of their own).
+	Extra []Function
+	// Gateway tunes the API Gateway stand-in.
+	Gateway cloud.GatewayOptions
+	// NewTicker drives schedules; nil means real time.
+	NewTicker func(time.Duration) cloud.Ticker
+	// Backoff is the stream triggers' retry wait; zero means the default.
+	Backoff cloud.Backoff
 }
 
-// Handlers builds every function's handler, keyed by function folder name.
-// It is the one list of functions outside the route table; a test keeps the
-// two (and the functions/ folders) in step.
-func Handlers(o Options) map[string]http.Handler {
+// Function is one function as the harness runs it.
+type Function struct {
+	// Name is the function's folder name under functions/.
+	Name string
+	// Handler is what the function's main passes to lambda.Start.
+	Handler any
+	// Config holds its timeout and triggers (routes.Config for the
+	// functions of the route table).
+	Config routes.Function
+}
+
+// Handlers returns what each function's Lambda main passes to lambda.Start,
+// built from the options instead of the environment, keyed by function
+// folder name. It is the one list of functions outside the route table; a
+// test keeps the two (and the functions/ folders) in step.
+func Handlers(o Options, st store.Store) map[string]any {
+	return map[string]any{
+		"fixture-clean":      lambdahttp.Entry(clean.New(o.Log)),
+		"fixture-ledger":     lambdahttp.Entry(ledger.New(o.Log, st)),
+		"fixture-messy":      lambdahttp.Entry(messy.New(o.Log)),
+		"fixture-punctual":   lambdahttp.Entry(punctual.New(o.Log)),
+		"fixture-translator": lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
+	}
+}
+
+// Harness is every function behind the gateway, plus their triggers.
+type Harness struct {
+	*cloud.Gateway
+	entries  map[string]*cloud.Entry
+	streams  []*cloud.Stream
+	schedule []*cloud.Schedule
+	kinds    map[string][]routes.TriggerKind
+	closers  []func() error
+	log      *slog.Logger
+}
+
+// Close releases what New made itself (the in-memory store when Options
+// had none).
+func (h *Harness) Close() error {
+	var errs []error
+	for _, c := range h.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+// TriggerKinds returns the kinds of the named function's triggers.
+func (h *Harness) TriggerKinds(name string) []routes.TriggerKind { return slices.Clone(h.kinds[name]) }
+
+// New builds every function's entry, the gateway over the route table and
+// the functions' triggers. Call Run to drive the triggers.
+func New(o Options) (*Harness, error) {
 	st := o.Store
 	if st == nil {
 		st = memory.New()
 	}
-	return map[string]http.Handler{
-		"fixture-clean":      clean.New(o.Log),
-		"fixture-ledger":     ledger.New(o.Log, st),
-		"fixture-messy":      messy.New(o.Log),
-		"fixture-punctual":   punctual.New(o.Log),
-		"fixture-translator": translator.New(o.Log, o.TranslatorLLM, nil),
+	feed := o.Feed
+	if feed == nil {
+		feed, _ = st.(store.Feed)
 	}
+	var fns []Function
+	for name, h := range Handlers(o, st) {
+		fns = append(fns, Function{Name: name, Handler: h, Config: routes.Config(name)})
+	}
+	fns = append(fns, o.Extra...)
+	h := &Harness{entries: map[string]*cloud.Entry{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}}
+	if o.Store == nil {
+		h.closers = append(h.closers, st.(*memory.Store).Close)
+	}
+	for _, f := range fns {
+		if h.entries[f.Name] != nil {
+			return nil, fmt.Errorf("harness: function %q listed twice", f.Name)
+		}
+		timeout := time.Duration(f.Config.TimeoutSeconds) * time.Second
+		if timeout <= 0 {
+			return nil, fmt.Errorf("harness: function %q has no timeout", f.Name)
+		}
+		e := cloud.NewEntry(f.Name, f.Handler, timeout)
+		h.entries[f.Name] = e
+		for _, t := range f.Config.Triggers {
+			h.kinds[f.Name] = append(h.kinds[f.Name], t.Kind)
+			switch t.Kind {
+			case routes.StreamTrigger:
+				if feed == nil {
+					return nil, fmt.Errorf("harness: function %q has a stream trigger but the store keeps no change feed", f.Name)
+				}
+				h.streams = append(h.streams, &cloud.Stream{Entry: e, Feed: feed, Trigger: t, Log: o.Log, Backoff: o.Backoff})
+			case routes.ScheduleTrigger:
+				if _, err := cloud.ParseRate(t.Schedule); err != nil {
+					return nil, fmt.Errorf("harness: function %q: %w", f.Name, err)
+				}
+				h.schedule = append(h.schedule, &cloud.Schedule{Entry: e, Expression: t.Schedule, Log: o.Log, NewTicker: o.NewTicker})
+			default:
+				return nil, fmt.Errorf("harness: function %q: unknown trigger kind %q", f.Name, t.Kind)
+			}
+		}
+	}
+	gw, err := cloud.NewGateway(h.entries, o.Log, o.Gateway)
+	if err != nil {
+		return nil, err
+	}
+	h.Gateway = gw
+	return h, nil
 }
 
-// New returns the gateway over every function, each wrapped for API
-// Gateway v2 events exactly as its Lambda main wraps it.
-func New(o Options) (*Gateway, error) {
-	entries := map[string]Entry{}
-	for name, h := range Handlers(o) {
-		entries[name] = httpadapter.NewV2(h).ProxyWithContext
+// Functions returns the names of the functions the harness runs, sorted.
+func (h *Harness) Functions() []string {
+	var names []string
+	for n := range h.entries {
+		names = append(names, n)
 	}
-	return NewGateway(entries, o.Log)
+	slices.Sort(names)
+	return names
+}
+
+// Entry returns the named function's entry, or nil.
+func (h *Harness) Entry(name string) *cloud.Entry { return h.entries[name] }
+
+// Triggers describes the triggers Run drives, one line each, for the
+// start-up banner.
+func (h *Harness) Triggers() []string {
+	var out []string
+	for _, s := range h.streams {
+		out = append(out, fmt.Sprintf("%s: table stream (batch %d, window %ds, batchItemFailures %v)", s.Entry.Name(),
+			cmpInt(s.Trigger.BatchSize, routes.DefaultStreamBatchSize), s.Trigger.BatchWindowSeconds, s.Trigger.ReportBatchItemFailures))
+	}
+	for _, s := range h.schedule {
+		out = append(out, fmt.Sprintf("%s: schedule %s", s.Entry.Name(), s.Expression))
+	}
+	return out
+}
+
+func cmpInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Run drives every stream and schedule trigger until ctx ends, then waits
+// for them to stop. It returns early only when a trigger cannot run.
+func (h *Harness) Run(ctx context.Context) error {
+	if len(h.streams)+len(h.schedule) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	start := func(run func(context.Context) error) {
+		wg.Go(func() {
+			if err := run(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	for _, s := range h.streams {
+		start(s.Run)
+	}
+	for _, s := range h.schedule {
+		start(s.Run)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
