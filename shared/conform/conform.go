@@ -496,14 +496,6 @@ func sameError(a, b exchange) bool {
 	return ea.Error == eb.Error && ea.Message == eb.Message
 }
 
-func compact(raw json.RawMessage) []byte {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return raw
-	}
-	return b.Bytes()
-}
-
 func (s *session) badInput(ctx context.Context) (Status, string) {
 	if len(s.t.BadInput) == 0 {
 		return Skip, "no bad input given (--bad-input)"
