@@ -404,8 +404,25 @@ func testQueryPageCap(t *testing.T, s store.Store) {
 			}
 		}
 	}
+	// The index pages by the same rule.
+	for i, it := range items {
+		k := it.Key()
+		write(t, s, store.Update(k).SetAttr(store.AttrGSI1PK, S("bigidx")).SetAttr(store.AttrGSI1SK, S(fmt.Sprintf("%02d", count-i))))
+		items[i] = stored(k, it.Clone())
+		items[i][store.AttrGSI1PK], items[i][store.AttrGSI1SK] = S("bigidx"), S(fmt.Sprintf("%02d", count-i))
+	}
+	slices.Reverse(items) // gsi1sk order
+	wantFirst = firstPageLen(items)
+	p := query(t, s, store.Query{Index: store.IndexGSI1, PK: "bigidx"})
+	if len(p.Items) != wantFirst || p.Cursor == "" {
+		t.Errorf("first index page of big items: %d items, cursor %v; want %d items and a cursor", len(p.Items), p.Cursor != "", wantFirst)
+	}
+	if got := queryAll(t, s, store.Query{Index: store.IndexGSI1, PK: "bigidx"}); len(got) != count {
+		t.Errorf("all index pages: %d items, want %d", len(got), count)
+	}
+
 	// With a Limit under the cap, the limit decides.
-	p := query(t, s, store.Query{PK: "big", Limit: 3})
+	p = query(t, s, store.Query{PK: "big", Limit: 3})
 	if len(p.Items) != 3 || p.Cursor == "" {
 		t.Errorf("limit 3 of big items: %d items, cursor %v", len(p.Items), p.Cursor != "")
 	}

@@ -20,6 +20,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -285,6 +286,22 @@ var itemCases = []testCase{
 	{"Item/Copies", testCopies},
 	{"Item/AttributeTypes", testAttributeTypes},
 	{"Item/ExpiresAt", testExpiresAt},
+	{"Item/CancelledContext", testCancelled},
+}
+
+// testCancelled: a cancelled context fails Get, Query and Write with an
+// error wrapping context.Canceled, and the write does not happen.
+func testCancelled(t *testing.T, s store.Store) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	k := key("p", "s")
+	_, err := s.Write(ctx, store.Put(k, nil))
+	wantErr(t, "Write with a cancelled context", err, context.Canceled)
+	wantItem(t, s, k, nil)
+	_, err = s.Get(ctx, k)
+	wantErr(t, "Get with a cancelled context", err, context.Canceled)
+	_, err = s.Query(ctx, store.Query{PK: "p"})
+	wantErr(t, "Query with a cancelled context", err, context.Canceled)
 }
 
 func testGetMissing(t *testing.T, s store.Store) {
