@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -84,16 +85,37 @@ func valueSize(v types.AttributeValue) int {
 	return 0
 }
 
-// numberSize is DynamoDB's documented approximation: one byte per two
-// significant digits, plus one.
+// numberSize is the size DynamoDB Local gives a number (measured against its
+// 400 KB limit): the significant digits in pairs aligned on the decimal
+// point (base-100 digits: 1.5 is 01|50, 12.5 is 12|50), one byte per pair,
+// plus one byte of exponent, plus one for a negative number. DynamoDB's
+// documentation rounds this to "one byte per two significant digits, plus
+// one"; the alignment and the sign byte are Local's, and Local decides.
 func numberSize(s string) int {
-	s = strings.TrimLeft(strings.TrimPrefix(s, "-"), "0")
-	s = strings.Replace(s, ".", "", 1)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimLeft(s, "+-")
+	exp := 0
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, _ = strconv.Atoi(s[i+1:]) // validNumber has checked the syntax
 		s = s[:i]
 	}
-	s = strings.Trim(s, "0")
-	return (len(s)+1)/2 + 1
+	intPart, frac, _ := strings.Cut(s, ".")
+	digits := intPart + frac
+	point := len(intPart) + exp // digits[:point] is the integer part
+	trimmed := strings.TrimLeft(digits, "0")
+	point -= len(digits) - len(trimmed)
+	digits = strings.TrimRight(trimmed, "0")
+	if digits == "" {
+		return 1 // zero
+	}
+	if point%2 != 0 { // align pairs on the decimal point
+		digits = "0" + digits
+	}
+	n := (len(digits)+1)/2 + 1
+	if neg {
+		n++
+	}
+	return n
 }
 
 // ValidateWrite checks a Write's actions against DynamoDB's rules: 1 to

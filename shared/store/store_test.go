@@ -76,6 +76,28 @@ func TestItemSizeMatchesDynamoDBLocal(t *testing.T) {
 	}
 }
 
+func TestNumberSizeMatchesDynamoDBLocal(t *testing.T) {
+	// The largest padding DynamoDB Local accepted next to each number, so
+	// the number's size is MaxItemBytes - pad - the rest of the item.
+	for _, tc := range []struct {
+		n   string
+		pad int
+	}{
+		{"1", 409590}, {"0", 409591}, {"-0", 409591}, {"100", 409590}, {"0.001", 409590},
+		{"12345678901234567890123456789012345678", 409572}, {"1e-130", 409590},
+		{"12.5", 409589}, {"1.25", 409589}, {"0.5", 409590}, {"10", 409590}, {"101", 409589},
+		{"1010", 409589}, {"0.01", 409590}, {"0.011", 409589},
+		{"-1", 409589}, {"-1234", 409588}, {"-1.5", 409588}, {"-0.011", 409588},
+		{"-12345678901234567890123456789012345678", 409571},
+		{"-9.9999999999999999999999999999999999999e125", 409571},
+	} {
+		it := store.Item{"pk": store.S("p"), "sk": store.S("s"), "n": n(tc.n), "b": store.B(make([]byte, tc.pad))}
+		if got := store.ItemSize(it); got != store.MaxItemBytes {
+			t.Errorf("number %s: item size %d, want %d (DynamoDB Local's limit reached exactly)", tc.n, got, store.MaxItemBytes)
+		}
+	}
+}
+
 func TestStreamImageRoundTrip(t *testing.T) {
 	it := store.Item{
 		"s": store.S("x"), "n": n("-1.5"), "b": store.B([]byte{0, 255}), "e": store.B(nil),

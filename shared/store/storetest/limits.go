@@ -67,6 +67,17 @@ func testLimitItemSize(t *testing.T, s store.Store) {
 	put(t, s, k, sized(t, k, store.MaxItemBytes))
 	wantItem(t, s, k, stored(k, sized(t, k, store.MaxItemBytes)))
 	refused(t, s, "Put of 400 KB + 1", store.Put(key("lim", "over"), sized(t, key("lim", "over"), store.MaxItemBytes+1)))
+	// Numbers count as DynamoDB Local sizes them (store.ItemSize): base-100
+	// digits aligned on the point, plus a byte for the sign.
+	for i, num := range []string{"-1.5", "0.011", "-0.011", "12345678901234567890123456789012345678", "-1e100"} {
+		kn := key("lim", fmt.Sprintf("num%d", i))
+		it := item("n", N(num), "b", Bin(nil))
+		pad := store.MaxItemBytes - store.ItemSize(stored(kn, it))
+		it["b"] = Bin(bytes.Repeat([]byte{3}, pad))
+		put(t, s, kn, it)
+		it["b"] = Bin(bytes.Repeat([]byte{3}, pad+1))
+		refused(t, s, fmt.Sprintf("item with %s one byte over", num), store.Put(kn, it))
+	}
 	// A string counts its UTF-8 bytes.
 	k2 := key("lim", "str")
 	base := store.ItemSize(stored(k2, item("s", S(""))))
