@@ -40,7 +40,7 @@ type GatewayOptions struct {
 	// IntegrationTimeout replaces IntegrationTimeout (for tests).
 	IntegrationTimeout time.Duration
 	// BodyBudget caps the request-body bytes buffered at once across all
-	// requests (default 128 MiB); a request that cannot get its bytes
+	// requests (default 64 MiB); a request that cannot get its bytes
 	// within BodyWait (default 5 s) is answered 503.
 	BodyBudget int64
 	BodyWait   time.Duration
@@ -55,6 +55,7 @@ type Gateway struct {
 	integration time.Duration
 	bodyWait    time.Duration
 	bodies      *budget
+	chunks      sync.Pool // of chunkSize buffers for reading bodies
 }
 
 // NewGateway returns a gateway over entries, keyed by function name. Every
@@ -77,8 +78,9 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 		now:         time.Now,
 		integration: cmp(o.IntegrationTimeout, IntegrationTimeout),
 		bodyWait:    cmp(o.BodyWait, 5*time.Second),
-		bodies:      newBudget(cmp(o.BodyBudget, 128<<20)),
+		bodies:      newBudget(cmp(o.BodyBudget, 64<<20)),
 	}
+	g.chunks.New = func() any { b := make([]byte, chunkSize); return &b }
 	return g, nil
 }
 
@@ -204,35 +206,33 @@ func (g *Gateway) readBody(r *http.Request) (body []byte, release func(), status
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.bodyWait)
 	defer cancel()
-	const chunk = 32 << 10
-	capHint := int64(chunk)
-	if r.ContentLength > 0 {
-		capHint = r.ContentLength
-	}
-	want := min(capHint, chunk)
-	if err := g.bodies.acquire(ctx, want); err != nil {
-		return nil, release, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
-	}
-	held = want
-	buf := make([]byte, 0, min(capHint, limit+1))
+	// The body is read in fixed chunks and copied once, at its final size,
+	// so buffering costs what was sent and not a doubling slice's slack.
+	var chunks []*[]byte
+	defer func() {
+		for _, c := range chunks {
+			g.chunks.Put(c)
+		}
+	}()
+	total := 0
 	for {
-		if int64(len(buf)) == held {
-			more := min(int64(chunk), limit+1-held)
-			if more <= 0 {
-				return nil, release, http.StatusRequestEntityTooLarge, errors.New("body exceeds what a Lambda event can carry")
-			}
-			if err := g.bodies.acquire(ctx, more); err != nil {
-				return nil, release, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
-			}
-			held += more
+		if total >= limit+1 {
+			return nil, release, http.StatusRequestEntityTooLarge, errors.New("body exceeds what a Lambda event can carry")
 		}
-		if int64(cap(buf)) < held {
-			buf = slices.Grow(buf, int(held)-len(buf))
+		if err := g.bodies.acquire(ctx, chunkSize); err != nil {
+			return nil, release, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
 		}
-		n, err := r.Body.Read(buf[len(buf):held])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, release, 0, nil
+		held += chunkSize
+		c := g.chunks.Get().(*[]byte)
+		chunks = append(chunks, c)
+		n, err := io.ReadFull(r.Body, *c)
+		total += n
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			body = make([]byte, 0, total)
+			for _, c := range chunks {
+				body = append(body, (*c)[:min(chunkSize, total-len(body))]...)
+			}
+			return body, release, 0, nil
 		}
 		if err != nil {
 			var maxErr *http.MaxBytesError
@@ -243,6 +243,9 @@ func (g *Gateway) readBody(r *http.Request) (body []byte, release func(), status
 		}
 	}
 }
+
+// chunkSize is the unit in which request bodies are read and budgeted.
+const chunkSize = 32 << 10
 
 // budget is a counting semaphore over bytes.
 type budget struct {

@@ -146,6 +146,30 @@ func TestGatewayBodyLimits(t *testing.T) {
 	}
 }
 
+// TestGatewayBodyArrivesWhole: a body read in chunks reaches the function
+// byte for byte, announced or chunked.
+func TestGatewayBodyArrivesWhole(t *testing.T) {
+	gw, p := gateway(t, 10*time.Second, cloud.GatewayOptions{}, nil)
+	body := make([]byte, 100_001)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	for _, chunked := range []bool{false, true} {
+		r := post(bytes.NewReader(body), "Content-Type", "application/octet-stream")
+		if chunked {
+			r.ContentLength = -1
+		}
+		if status, _ := serve(gw, r); status != 200 {
+			t.Fatalf("status %d", status)
+		}
+		e := p.last.Load()
+		got, err := base64.StdEncoding.DecodeString(e.Body)
+		if err != nil || !e.IsBase64Encoded || !bytes.Equal(got, body) {
+			t.Errorf("chunked=%v: the function got %d bytes, not the %d sent (%v)", chunked, len(got), len(body), err)
+		}
+	}
+}
+
 func TestGatewayResponseLimit(t *testing.T) {
 	gw, _ := gateway(t, 5*time.Second, cloud.GatewayOptions{}, nil)
 	if status, body := serve(gw, post(strings.NewReader("{}"), "X-Probe-Answer", "huge")); status != 500 || body != `{"message":"Internal Server Error"}` {

@@ -1,8 +1,11 @@
 package cloud
 
 import (
+	"container/list"
 	"log/slog"
+	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -12,23 +15,130 @@ type ServerOptions struct {
 	ReadTimeout       time.Duration // whole request, body included; default 30 s
 	WriteTimeout      time.Duration // default ReadTimeout + IntegrationTimeout + 5 s
 	IdleTimeout       time.Duration // keep-alive; default 30 s
+	// MaxConns caps open connections (default 4096). A new connection
+	// over the cap closes the longest-idle one; when none is idle, the new
+	// one is refused (closed at once).
+	MaxConns int
 }
 
-// NewServer returns the HTTP server in front of a gateway, with the
-// timeouts and header limit that keep memory bounded under slow or idle
-// clients: a client cannot hold a connection, a goroutine and its buffers
-// longer than these allow.
-func NewServer(h http.Handler, log *slog.Logger, o ServerOptions) *http.Server {
+// Server is the HTTP server in front of a gateway, with the timeouts, the
+// header limit and the connection cap that keep memory bounded under slow
+// or idle clients: a client cannot hold a connection, a goroutine and its
+// buffers (some 20 KB each) longer or in larger numbers than these allow.
+type Server struct {
+	*http.Server
+	conns *connLimiter
+}
+
+// NewServer returns the server for h.
+func NewServer(h http.Handler, log *slog.Logger, o ServerOptions) *Server {
 	read := cmp(o.ReadTimeout, 30*time.Second)
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: cmp(o.ReadHeaderTimeout, 10*time.Second),
-		ReadTimeout:       read,
-		WriteTimeout:      cmp(o.WriteTimeout, read+IntegrationTimeout+5*time.Second),
-		IdleTimeout:       cmp(o.IdleTimeout, 30*time.Second),
-		// net/http adds 4 KiB of slack; the gateway answers 431 for
-		// anything over API Gateway's 10,240 bytes that gets this far.
-		MaxHeaderBytes: MaxRequestLineAndHeaders,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	l := &connLimiter{max: cmp(o.MaxConns, 4096), conns: map[net.Conn]*connEntry{}, idle: list.New()}
+	return &Server{
+		conns: l,
+		Server: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: cmp(o.ReadHeaderTimeout, 10*time.Second),
+			ReadTimeout:       read,
+			WriteTimeout:      cmp(o.WriteTimeout, read+IntegrationTimeout+5*time.Second),
+			IdleTimeout:       cmp(o.IdleTimeout, 30*time.Second),
+			// net/http adds 4 KiB of slack; the gateway answers 431 for
+			// anything over API Gateway's 10,240 bytes that gets this far.
+			MaxHeaderBytes: MaxRequestLineAndHeaders,
+			ConnState:      l.connState,
+			ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		},
+	}
+}
+
+// Serve accepts connections on ln under the connection cap.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.Server.Serve(&limitedListener{Listener: ln, l: s.conns})
+}
+
+// OpenConns is the number of connections the server holds open.
+func (s *Server) OpenConns() int {
+	s.conns.mu.Lock()
+	defer s.conns.mu.Unlock()
+	return len(s.conns.conns)
+}
+
+// connLimiter tracks every open connection and which are idle (between
+// requests, or not yet sent one), oldest idle first.
+type connLimiter struct {
+	max   int
+	mu    sync.Mutex
+	conns map[net.Conn]*connEntry
+	idle  *list.List // of net.Conn
+}
+
+type connEntry struct {
+	idle *list.Element // nil while a request is in progress
+}
+
+type limitedListener struct {
+	net.Listener
+	l *connLimiter
+}
+
+func (ll *limitedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ll.l.admit(c) {
+			return c, nil
+		}
+		_ = c.Close()
+	}
+}
+
+// admit registers c, making room by closing the longest-idle connection
+// when at the cap; it reports false when every connection is busy.
+func (l *connLimiter) admit(c net.Conn) bool {
+	l.mu.Lock()
+	var victim net.Conn
+	if len(l.conns) >= l.max {
+		front := l.idle.Front()
+		if front == nil {
+			l.mu.Unlock()
+			return false
+		}
+		victim = front.Value.(net.Conn)
+		l.idle.Remove(front)
+		delete(l.conns, victim)
+	}
+	l.conns[c] = &connEntry{idle: l.idle.PushBack(c)}
+	l.mu.Unlock()
+	if victim != nil {
+		_ = victim.Close()
+	}
+	return true
+}
+
+func (l *connLimiter) connState(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.conns[c]
+	if e == nil {
+		return // evicted, or never admitted
+	}
+	switch st {
+	case http.StateActive:
+		if e.idle != nil {
+			l.idle.Remove(e.idle)
+			e.idle = nil
+		}
+	case http.StateIdle:
+		if e.idle != nil {
+			l.idle.Remove(e.idle)
+		}
+		e.idle = l.idle.PushBack(c)
+	case http.StateClosed, http.StateHijacked:
+		if e.idle != nil {
+			l.idle.Remove(e.idle)
+		}
+		delete(l.conns, c)
 	}
 }

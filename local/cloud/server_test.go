@@ -1,0 +1,163 @@
+package cloud_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/logging"
+)
+
+// startServer serves h on a free loopback port with o.
+func startServer(t *testing.T, h http.Handler, o cloud.ServerOptions) (*cloud.Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := cloud.NewServer(h, logging.Discard(), o)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, ln.Addr().String()
+}
+
+// closedWithin reports whether the server closes c within d (reading and
+// discarding whatever it sends first).
+func closedWithin(c net.Conn, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+func TestServerTimeouts(t *testing.T) {
+	var calls atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(204)
+	})
+	_, addr := startServer(t, h, cloud.ServerOptions{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+
+	slowHeaders := dial()
+	fmt.Fprint(slowHeaders, "POST / HTTP/1.1\r\nHost: x\r\n")
+	if !closedWithin(slowHeaders, 3*time.Second) {
+		t.Error("a client that never finishes its headers is held")
+	}
+
+	slowBody := dial()
+	fmt.Fprint(slowBody, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+	if !closedWithin(slowBody, 3*time.Second) {
+		t.Error("a client that never finishes its body is held")
+	}
+
+	idle := dial()
+	fmt.Fprint(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	if err != nil || resp.StatusCode != 204 {
+		t.Fatalf("request on the idle connection: %v %v", resp, err)
+	}
+	if !closedWithin(idle, 3*time.Second) {
+		t.Error("an idle keep-alive connection is held")
+	}
+
+	// A 900 KB header of commas is refused before anything parses it.
+	before := calls.Load()
+	big := dial()
+	start := time.Now()
+	fmt.Fprintf(big, "GET / HTTP/1.1\r\nHost: x\r\nX-A2AWire-Task-Id: t%s\r\n\r\n", strings.Repeat(",a", 450<<10))
+	resp, err = http.ReadResponse(bufio.NewReader(big), nil)
+	if err != nil || resp.StatusCode != 431 {
+		t.Errorf("900 KB header: %v %v", resp, err)
+	}
+	if d := time.Since(start); d > 2*time.Second || calls.Load() != before {
+		t.Errorf("900 KB header answered in %v, handler calls %d", d, calls.Load()-before)
+	}
+}
+
+// TestServerConnectionCap: over the cap, the longest-idle connection makes
+// room; when every connection is busy, a new one is refused.
+func TestServerConnectionCap(t *testing.T) {
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			<-release
+		}
+		w.WriteHeader(204)
+	})
+	srv, addr := startServer(t, h, cloud.ServerOptions{MaxConns: 3})
+	request := func(c net.Conn, path string) error {
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	var conns []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := request(c, "/"); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	fourth, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fourth.Close()
+	if err := request(fourth, "/"); err != nil {
+		t.Fatalf("fourth connection: %v", err)
+	}
+	if !closedWithin(conns[0], 2*time.Second) {
+		t.Error("the longest-idle connection was not closed to make room")
+	}
+	if err := request(conns[1], "/"); err != nil {
+		t.Errorf("a younger idle connection was closed: %v", err)
+	}
+	if n := srv.OpenConns(); n != 3 {
+		t.Errorf("%d open connections, want 3", n)
+	}
+
+	// Every connection busy: a new one is refused.
+	blocked := make(chan error, 3)
+	for _, c := range []net.Conn{conns[1], conns[2], fourth} {
+		go func() { blocked <- request(c, "/block") }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	fifth, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fifth.Close()
+	if err := request(fifth, "/"); err == nil {
+		t.Error("a connection over the cap was served while every other was busy")
+	}
+	close(release)
+	for range 3 {
+		if err := <-blocked; err != nil {
+			t.Errorf("busy connection: %v", err)
+		}
+	}
+}
