@@ -104,7 +104,7 @@ func (h *Harness) TriggerKinds(name string) []routes.TriggerKind { return slices
 
 // New builds every function's entry, the gateway over the route table and
 // the functions' triggers. Call Run to drive the triggers.
-func New(o Options) (*Harness, error) {
+func New(o Options) (_ *Harness, err error) {
 	st := o.Store
 	if st == nil {
 		st = memory.New()
@@ -122,6 +122,11 @@ func New(o Options) (*Harness, error) {
 	if o.Store == nil {
 		h.closers = append(h.closers, st.(*memory.Store).Close)
 	}
+	defer func() {
+		if err != nil {
+			_ = h.Close()
+		}
+	}()
 	for _, f := range fns {
 		if h.entries[f.Name] != nil {
 			return nil, fmt.Errorf("harness: function %q listed twice", f.Name)
