@@ -75,7 +75,9 @@ const (
 	// ToleratesTaskID: the good invocation with X-A2AWire-Task-Id → 200.
 	ToleratesTaskID = "tolerates-task-id"
 	// ReplayIdentical (stateful): repeating a completed task id returns the
-	// same status and body, marked X-A2AWire-Replayed: true.
+	// same status and body, marked X-A2AWire-Replayed: true; an id that
+	// differs only after a comma ("<id>,a" then "<id>,b") is another task,
+	// not a replay (task ids are taken exactly as sent, DESIGN §3).
 	ReplayIdentical = "replay-identical"
 	// ReusedKey409 (stateful): the same task id with a different body → 409
 	// idempotency_key_reused.
@@ -576,7 +578,8 @@ func (s *session) toleratesTaskID(ctx context.Context) (Status, string) {
 }
 
 func (s *session) replayIdentical(ctx context.Context) (Status, string) {
-	s.replayID = protocol.NewTaskID()
+	base := protocol.NewTaskID()
+	s.replayID = base + ",a"
 	p := s.invocation("first of a repeated task id", s.t.Input)
 	p.taskID = s.replayID
 	a := s.send(ctx, p)
@@ -598,7 +601,18 @@ func (s *session) replayIdentical(ctx context.Context) (Status, string) {
 		return Fail, fmt.Sprintf("the repeat answered the same %d body but without %s: true (%s); a buyer cannot tell a replay from a new run",
 			b.status, protocol.ReplayedHeader, replayed)
 	}
-	return Pass, fmt.Sprintf("repeat answered the same %d body; %s: true", b.status, protocol.ReplayedHeader)
+	// A gateway adapter that splits header values on commas would make
+	// "<id>,a" and "<id>,b" one task.
+	p.label, p.taskID = "task id differing after a comma", base+",b"
+	c := s.send(ctx, p)
+	if c.err != nil || c.status != http.StatusOK {
+		return Fail, fmt.Sprintf("want 200 for task id %q after %q, got %s", p.taskID, s.replayID, seen(c))
+	}
+	if c.header.Get(protocol.ReplayedHeader) != "" {
+		return Fail, fmt.Sprintf("task id %q was answered as a replay of %q: task ids must be taken exactly as sent, commas included", p.taskID, s.replayID)
+	}
+	return Pass, fmt.Sprintf("repeat answered the same %d body; %s: true; ids ending ,a and ,b are two tasks",
+		b.status, protocol.ReplayedHeader)
 }
 
 // sameJSON reports whether two bodies hold the same JSON value, so that a

@@ -434,6 +434,22 @@ func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 			detail:   "without " + protocol.ReplayedHeader + ": true (absent)",
 		},
 		{
+			name: "task ids split on commas",
+			handler: func() http.Handler {
+				p := newProvider(newIdem())
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					// What httpadapter does, read as Header.Get reads it.
+					if id := r.Header.Get(protocol.TaskIDHeader); id != "" {
+						r.Header.Set(protocol.TaskIDHeader, strings.TrimSpace(strings.Split(id, ",")[0]))
+					}
+					p.ServeHTTP(w, r)
+				})
+			},
+			stateful: true,
+			want:     []string{conform.ReplayIdentical},
+			detail:   "task ids must be taken exactly as sent",
+		},
+		{
 			name:     "stateful provider that acts twice",
 			handler:  func() http.Handler { return newProvider(nil) },
 			stateful: true,

@@ -317,3 +317,4 @@ func newRequest(body string) *http.Request {
 func recorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
 
 func errAs(err error, target any) bool { return errors.As(err, target) }
+

@@ -149,6 +149,7 @@ func Handle[In, Out any](p *Provider, capability string, fn func(ctx context.Con
 func inputError(err error) *Error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
+		// Field is the path of struct field names (never a buyer's map key).
 		return Errorf(InvalidInput, "input.%s must be a JSON %s", te.Field, jsonKind(te.Type.Kind().String()))
 	}
 	return Errorf(InvalidInput, "input has a value of the wrong type")
