@@ -317,4 +317,3 @@ func newRequest(body string) *http.Request {
 func recorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
 
 func errAs(err error, target any) bool { return errors.As(err, target) }
-
