@@ -89,6 +89,12 @@ type Output struct {
 // langTag accepts BCP 47-style tags such as "en", "pt-BR" or "zh-Hant".
 var langTag = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$`)
 
+// maxLangTag bounds a language tag (BCP 47's longest practical tags are 35
+// characters), so the tags error messages repeat stay short.
+const maxLangTag = 35
+
+func isLangTag(s string) bool { return len(s) <= maxLangTag && langTag.MatchString(s) }
+
 func (t *translator) translate(ctx context.Context, in Input) (Output, error) {
 	if in.Text == nil {
 		return Output{}, protocol.Errorf(protocol.InvalidInput, "input.text is required and must be a string")
@@ -99,10 +105,10 @@ func (t *translator) translate(ctx context.Context, in Input) (Output, error) {
 	if in.SourceLang == "" {
 		in.SourceLang = DefaultSourceLang
 	}
-	if !langTag.MatchString(in.TargetLang) {
+	if !isLangTag(in.TargetLang) {
 		return Output{}, protocol.Errorf(protocol.InvalidInput, "input.target_lang is required and must be a language code such as \"es\"")
 	}
-	if !langTag.MatchString(in.SourceLang) {
+	if !isLangTag(in.SourceLang) {
 		return Output{}, protocol.Errorf(protocol.InvalidInput, "input.source_lang must be a language code such as \"en\"")
 	}
 	if strings.EqualFold(in.SourceLang, in.TargetLang) {

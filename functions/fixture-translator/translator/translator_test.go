@@ -233,3 +233,20 @@ func TestNoLLMCallWithoutConfig(t *testing.T) {
 		t.Fatalf("EnvConfig = %+v, want %+v", cfg, want)
 	}
 }
+
+// TestLongLanguageTagNotEchoed: a language tag of 450 KB is refused as
+// not a tag, and the refusal does not repeat it.
+func TestLongLanguageTagNotEchoed(t *testing.T) {
+	h := translator.New(logging.Discard(), llm.Config{}, nil)
+	long := "en" + strings.Repeat("-abcdefgh", 50000)
+	for _, input := range []string{
+		`{"text":"hello","target_lang":"` + long + `"}`,
+		`{"text":"hello","target_lang":"es","source_lang":"` + long + `"}`,
+		`{"text":"hello","target_lang":"` + long + `","source_lang":"` + long + `"}`,
+	} {
+		r := translate(t, h, input)
+		if r.status != http.StatusBadRequest || len(r.raw) > 400 {
+			t.Errorf("%d, %d bytes: %.200s", r.status, len(r.raw), r.raw)
+		}
+	}
+}
