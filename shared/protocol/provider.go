@@ -66,6 +66,9 @@ type Idempotency interface {
 // Provider is a conformant A2AWire endpoint: it decodes invocations, routes
 // them on task to registered capabilities, times them, fills metadata, maps
 // errors to statuses and, when given an Idempotency, honours task ids.
+// It is an http.Handler; on Lambda serve it through lambdahttp.Entry, which
+// keeps the task id as the event carried it (httpadapter alone splits it on
+// commas).
 type Provider struct {
 	name    string
 	caps    map[string]HandlerFunc
