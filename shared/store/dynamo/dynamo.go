@@ -123,6 +123,25 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(s *Store) { s.retry.sleep = sleep }
 }
 
+// WithMaxInFlight bounds the requests one Store has in flight (default
+// 16; 0 or less: no bound). A Lambda instance serves one invocation at a
+// time and never meets the bound; the local harness, one process serving
+// every caller, does: without it a burst of callers queues its requests
+// inside DynamoDB (Local), where a request that outlives its caller's
+// deadline leaves an unknown outcome. Held back here, a request that
+// cannot be sent in time fails with store.ErrUnavailable, nothing written.
+// For the same reason a request is not sent when its context has less time
+// left than a round trip takes now (a moving average of the last ones,
+// forgotten after a second without any).
+func WithMaxInFlight(n int) Option {
+	return func(s *Store) {
+		s.retry.slots = nil
+		if n > 0 {
+			s.retry.slots = make(chan struct{}, n)
+		}
+	}
+}
+
 func max1(n int) int { return max(n, 1) }
 
 // New returns the engine on table, which must exist (see CreateTable).
@@ -131,7 +150,8 @@ func New(client *dynamodb.Client, table string, opts ...Option) *Store {
 		client:  client,
 		table:   table,
 		cursors: store.NewCursors(nil),
-		retry:   policy{attempts: defaultAttempts, base: defaultBase, max: defaultMax, sleep: sleep},
+		retry: policy{attempts: defaultAttempts, base: defaultBase, max: defaultMax, sleep: sleep,
+			slots: make(chan struct{}, defaultInFlight), latency: &ewma{}},
 	}
 	for _, o := range opts {
 		o(s)

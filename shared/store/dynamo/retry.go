@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,6 +35,7 @@ const (
 	defaultAttempts = 10
 	defaultBase     = 5 * time.Millisecond
 	defaultMax      = 500 * time.Millisecond
+	defaultInFlight = 16
 )
 
 // noSDKRetry is applied to every call: this package owns the retry loop,
@@ -108,11 +110,57 @@ func classify(err error) class {
 	return final
 }
 
-// policy is a Store's retry bound and clock.
+// policy is a Store's retry bound, clock and admission limit.
 type policy struct {
 	attempts  int
 	base, max time.Duration
 	sleep     func(context.Context, time.Duration) error
+	// slots bounds the requests in flight (nil: no bound). A request that
+	// cannot get a slot before its context ends was never sent.
+	slots chan struct{}
+	// latency is a moving average of request round trips, shared by the
+	// Store's calls (see run).
+	latency *ewma
+}
+
+// ewma is an exponentially weighted moving average of durations that
+// forgets itself when no sample came for staleAfter: requests the guard
+// holds back produce no samples, so a stale average (from a burst that
+// has passed) must not keep refusing them.
+type ewma struct{ v, at atomic.Int64 }
+
+const staleAfter = time.Second
+
+func (e *ewma) get() time.Duration {
+	if time.Since(time.Unix(0, e.at.Load())) > staleAfter {
+		return 0
+	}
+	return time.Duration(e.v.Load())
+}
+
+// add folds d in with weight 1/8; racing updates may lose one sample,
+// which an average can afford.
+func (e *ewma) add(d time.Duration) {
+	old := e.get()
+	if old == 0 {
+		e.v.Store(int64(d))
+	} else {
+		e.v.Store(int64(old) + (int64(d)-int64(old))/8)
+	}
+	e.at.Store(time.Now().UnixNano())
+}
+
+// admit waits for a request slot.
+func (p policy) admit(ctx context.Context) (release func(), err error) {
+	if p.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case p.slots <- struct{}{}:
+		return func() { <-p.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // backoff is full jitter over an exponential ceiling.
@@ -160,8 +208,43 @@ const (
 // (a transaction must then resend its token).
 func (p policy) run(ctx context.Context, kind reqKind, call func(ctx context.Context, keepToken bool) error) error {
 	uncertain := false
+	var last error // the previous attempt's error
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("not sent: %w", err) // the caller gave up first
+	}
 	for attempt := 0; ; attempt++ {
-		err := call(ctx, uncertain)
+		release, err := p.admit(ctx)
+		if err != nil {
+			// Not sent: only earlier attempts can have been applied.
+			if last != nil {
+				err = fmt.Errorf("%w (last error: %w)", err, last)
+			}
+			if kind == readReq {
+				return fmt.Errorf("%w: waiting for a request slot: %w", store.ErrUnavailable, err)
+			}
+			return p.exhausted(uncertain, attempt, fmt.Errorf("waiting for a request slot: %w", err))
+		}
+		if dl, ok := ctx.Deadline(); ok && p.latency != nil && time.Until(dl) < p.latency.get() {
+			// Too little time left for a round trip as they go now: a
+			// request sent anyway would likely end with its outcome
+			// unknown. Not sending it keeps the answer exact.
+			release()
+			err := fmt.Errorf("%v left, round trips take about %v", time.Until(dl).Round(time.Millisecond), p.latency.get().Round(time.Millisecond))
+			if last != nil {
+				err = fmt.Errorf("%w (last error: %w)", err, last)
+			}
+			if kind == readReq {
+				return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+			}
+			return p.exhausted(uncertain, attempt, err)
+		}
+		sent := time.Now()
+		err = call(ctx, uncertain)
+		release()
+		if p.latency != nil && ctx.Err() == nil {
+			p.latency.add(time.Since(sent))
+		}
+		last = err
 		if err == nil {
 			return nil
 		}

@@ -254,3 +254,72 @@ func TestContextEndsDuringBackoff(t *testing.T) {
 		t.Errorf("%d attempts after cancellation", f.count("PutItem"))
 	}
 }
+
+// TestInFlightBound: a Store sends at most its bound of requests at once,
+// and a request that cannot be sent before its deadline fails with
+// ErrUnavailable (it was never sent, so nothing was written).
+func TestInFlightBound(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	f := &fake{t: t, calls: map[string]int{}, script: func(string, int) (int, string) {
+		mu.Lock()
+		inFlight++
+		peak = max(peak, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		return 200, `{}`
+	}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	s := dynamo.New(dynamo.LocalClient(srv.URL), "t", dynamo.WithMaxInFlight(2))
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			if _, err := s.Write(context.Background(), store.Put(store.Key{PK: "p", SK: string(rune('a' + i))}, nil)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for f.count("PutItem") < 2 { // both slots taken
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := s.Write(ctx, put1)
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, dynamo.ErrOutcomeUnknown) {
+		t.Errorf("a write that found no slot: %v, want ErrUnavailable", err)
+	}
+	close(release)
+	wg.Wait()
+	if f.count("PutItem") != 2 || peak != 2 {
+		t.Errorf("server saw %d requests, at most %d at once; want 2 and 2", f.count("PutItem"), peak)
+	}
+}
+
+// TestLatencyGuard: a write whose deadline is nearer than a round trip
+// takes is not sent (ErrUnavailable), rather than sent to end unknown.
+func TestLatencyGuard(t *testing.T) {
+	f := &fake{t: t, calls: map[string]int{}, script: func(string, int) (int, string) {
+		time.Sleep(200 * time.Millisecond) // every round trip takes 200 ms or more
+		return 200, `{}`
+	}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	s := dynamo.New(dynamo.LocalClient(srv.URL), "t")
+	if _, err := s.Write(context.Background(), put1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := s.Write(ctx, put1)
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, dynamo.ErrOutcomeUnknown) {
+		t.Fatalf("write with 50 ms left: %v, want ErrUnavailable", err)
+	}
+	if f.count("PutItem") != 1 {
+		t.Errorf("the guarded write was sent (%d requests)", f.count("PutItem"))
+	}
+}
