@@ -3,7 +3,9 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,5 +198,63 @@ func TestStreamFeedOnAnEmptyTable(t *testing.T) {
 	recs, err := feed.Read(rctx, "fn", 10)
 	if err != nil || len(recs) != 1 || recs[0].Change.Keys["pk"].String() != "mine" || recs[0].EventName != store.EventInsert {
 		t.Fatalf("read %v, %v; want the one insert", recs, err)
+	}
+}
+
+// TestStreamFeedConcurrentConsumers: consumers reading and committing at
+// once (as the harness's stream triggers do) each get every record once;
+// with named consumers, records all of them committed are dropped.
+func TestStreamFeedConcurrentConsumers(t *testing.T) {
+	ctx := context.Background()
+	s, _, client, table := newStore(t)
+	consumers := []string{"c1", "c2", "c3"}
+	feed, err := dynamo.NewStreamFeed(ctx, dynamo.LocalStreamsClient(local.Endpoint()), client, table,
+		dynamo.WithPollInterval(10*time.Millisecond), dynamo.WithFeedConsumers(consumers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	got := make([][]string, len(consumers))
+	var wg sync.WaitGroup
+	for i, c := range consumers {
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			for len(got[i]) < n {
+				recs, err := feed.Read(rctx, c, 4)
+				if err != nil {
+					t.Errorf("%s after %d: %v", c, len(got[i]), err)
+					return
+				}
+				for _, r := range recs {
+					got[i] = append(got[i], r.Change.Keys["sk"].String())
+				}
+				if err := feed.Commit(rctx, c, recs[len(recs)-1].Change.SequenceNumber); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range n {
+		mustWrite(t, s, store.Put(store.Key{PK: "p", SK: fmt.Sprintf("%03d", i)}, nil))
+	}
+	wg.Wait()
+	for i, keys := range got {
+		for j, k := range keys {
+			if k != fmt.Sprintf("%03d", j) {
+				t.Fatalf("%s: record %d is %s (of %v)", consumers[i], j, k, keys)
+			}
+		}
+		if len(keys) != n {
+			t.Errorf("%s: %d records, want %d", consumers[i], len(keys), n)
+		}
+	}
+	// Everything committed by every named consumer: a late consumer finds
+	// nothing held.
+	lctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if recs, err := feed.Read(lctx, "late", 10); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("late consumer: %d records, %v", len(recs), err)
 	}
 }
