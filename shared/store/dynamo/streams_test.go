@@ -33,7 +33,7 @@ func TestStreamFeed(t *testing.T) {
 	a, b, c := store.Key{PK: "p", SK: "a"}, store.Key{PK: "p", SK: "b"}, store.Key{PK: "q", SK: "c"}
 	mustWrite(t, s, store.Put(store.Key{PK: "before", SK: "feed"}, nil)) // before the feed: not delivered
 
-	streams := dynamo.LocalStreamsClient(local.Endpoint())
+	streams := local.StreamsClient()
 	feed, err := dynamo.NewStreamFeed(ctx, streams, client, table, dynamo.WithPollInterval(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestStreamFeed(t *testing.T) {
 // TestStreamFeedNeedsAStream: a table without a stream is an error, not a
 // feed that never delivers.
 func TestStreamFeedNeedsAStream(t *testing.T) {
-	_, err := dynamo.NewStreamFeed(context.Background(), dynamo.LocalStreamsClient(local.Endpoint()), local.Client(), "no-such-table")
+	_, err := dynamo.NewStreamFeed(context.Background(), local.StreamsClient(), local.Client(), "no-such-table")
 	if err == nil {
 		t.Fatal("a feed on a missing table")
 	}
@@ -187,7 +187,7 @@ func TestStreamFeedOnAnEmptyTable(t *testing.T) {
 	ctx := context.Background()
 	s, _, client, table := newStore(t)
 	other, _, _, _ := newStore(t)
-	feed, err := dynamo.NewStreamFeed(ctx, dynamo.LocalStreamsClient(local.Endpoint()), client, table, dynamo.WithPollInterval(10*time.Millisecond))
+	feed, err := dynamo.NewStreamFeed(ctx, local.StreamsClient(), client, table, dynamo.WithPollInterval(10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestStreamFeedConcurrentConsumers(t *testing.T) {
 	ctx := context.Background()
 	s, _, client, table := newStore(t)
 	consumers := []string{"c1", "c2", "c3"}
-	feed, err := dynamo.NewStreamFeed(ctx, dynamo.LocalStreamsClient(local.Endpoint()), client, table,
+	feed, err := dynamo.NewStreamFeed(ctx, local.StreamsClient(), client, table,
 		dynamo.WithPollInterval(10*time.Millisecond), dynamo.WithFeedConsumers(consumers...))
 	if err != nil {
 		t.Fatal(err)

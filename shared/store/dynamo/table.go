@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -19,11 +21,19 @@ import (
 // credentials and region us-east-1 and reads no AWS environment or shared
 // config, so a developer's AWS_PROFILE cannot send local traffic to a real
 // account or break the run. optFns are applied last (e.g. a capacity meter).
+//
+// Its HTTP client keeps up to 64 idle connections to the endpoint (the
+// SDK's default is 10), more than a Store's requests in flight
+// (WithMaxInFlight), so a burst does not open and close a connection per
+// request.
 func LocalClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConns, t.MaxIdleConnsPerHost = 64, 64
+		}),
 	}, optFns...)
 }
 

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 )
@@ -177,6 +178,12 @@ func (s *Server) Endpoint() string { return s.endpoint }
 // capacity meter's Option.
 func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamo.LocalClient(s.endpoint, optFns...)
+}
+
+// StreamsClient returns a new DynamoDB Streams client for the server (see
+// dynamo.LocalStreamsClient), for dynamo.NewStreamFeed.
+func (s *Server) StreamsClient(optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
+	return dynamo.LocalStreamsClient(s.endpoint, optFns...)
 }
 
 // Stop kills the server and waits for it to exit. It is safe to call more
