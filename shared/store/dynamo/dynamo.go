@@ -36,9 +36,17 @@
 //     first resends under the same client request token, which DynamoDB
 //     deduplicates, to settle the outcome; a single-item write does not
 //     resend (an ADD would count twice). See policy.run.
+//   - A Store keeps at most 16 requests in flight (WithMaxInFlight) and
+//     does not send one whose context has less time left than a round trip
+//     now takes: such a request fails with store.ErrUnavailable, nothing
+//     written, instead of waiting inside DynamoDB until its caller has
+//     gone and leaving an unknown outcome (issue 9's 1,000 concurrent
+//     appends on DynamoDB Local).
 //
-// The SDK's own retryer is switched off per call for the same reason; the
-// client's other settings are used as they are.
+// The SDK's own retryer is switched off per call (this package retries):
+// it would resend a single-item write after a lost answer, and its
+// client-side retry quota would hide a throttling error behind its own.
+// The client's other settings are used as they are.
 //
 // # Cost per operation
 //
