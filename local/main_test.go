@@ -49,9 +49,16 @@ func startHarnessWith(t *testing.T, x extras, args ...string) *harnessRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
+	// The harness's log is shown when the test fails, to say why.
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("harness log (%v):\n%s", args, logs.String())
+		}
+	})
 	h := &harnessRun{cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		err := runWith(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), pw, io.Discard, x)
+		err := runWith(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), pw, logs, x)
 		pw.CloseWithError(io.EOF)
 		h.done <- err
 	}()
@@ -70,6 +77,24 @@ func startHarnessWith(t *testing.T, x extras, args ...string) *harnessRun {
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	t.Cleanup(func() { h.stop(t) })
 	return h
+}
+
+// syncBuffer is a bytes.Buffer safe for the harness's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func (h *harnessRun) stop(t *testing.T) {

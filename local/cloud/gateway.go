@@ -76,15 +76,15 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 		entries:     entries,
 		log:         log,
 		now:         time.Now,
-		integration: cmp(o.IntegrationTimeout, IntegrationTimeout),
-		bodyWait:    cmp(o.BodyWait, 5*time.Second),
-		bodies:      newBudget(cmp(o.BodyBudget, 64<<20)),
+		integration: orDefault(o.IntegrationTimeout, IntegrationTimeout),
+		bodyWait:    orDefault(o.BodyWait, 5*time.Second),
+		bodies:      newBudget(orDefault(o.BodyBudget, 64<<20)),
 	}
 	g.chunks.New = func() any { b := make([]byte, chunkSize); return &b }
 	return g, nil
 }
 
-func cmp[T comparable](v, def T) T {
+func orDefault[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
 		return def

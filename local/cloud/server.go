@@ -32,16 +32,16 @@ type Server struct {
 
 // NewServer returns the server for h.
 func NewServer(h http.Handler, log *slog.Logger, o ServerOptions) *Server {
-	read := cmp(o.ReadTimeout, 30*time.Second)
-	l := &connLimiter{max: cmp(o.MaxConns, 4096), conns: map[net.Conn]*connEntry{}, idle: list.New()}
+	read := orDefault(o.ReadTimeout, 30*time.Second)
+	l := &connLimiter{max: orDefault(o.MaxConns, 4096), conns: map[net.Conn]*connEntry{}, idle: list.New()}
 	return &Server{
 		conns: l,
 		Server: &http.Server{
 			Handler:           h,
-			ReadHeaderTimeout: cmp(o.ReadHeaderTimeout, 10*time.Second),
+			ReadHeaderTimeout: orDefault(o.ReadHeaderTimeout, 10*time.Second),
 			ReadTimeout:       read,
-			WriteTimeout:      cmp(o.WriteTimeout, read+IntegrationTimeout+5*time.Second),
-			IdleTimeout:       cmp(o.IdleTimeout, 30*time.Second),
+			WriteTimeout:      orDefault(o.WriteTimeout, read+IntegrationTimeout+5*time.Second),
+			IdleTimeout:       orDefault(o.IdleTimeout, 30*time.Second),
 			// net/http adds 4 KiB of slack; the gateway answers 431 for
 			// anything over API Gateway's 10,240 bytes that gets this far.
 			MaxHeaderBytes: MaxRequestLineAndHeaders,
