@@ -104,7 +104,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 	}
 
 	log := logging.New(stderr, logging.Text, slog.LevelInfo)
-	st, err := openStore(ctx, cfg, stdout)
+	st, err := openStore(ctx, cfg, stdout, harness.StreamConsumers(x.functions))
 	if err != nil {
 		return err
 	}
@@ -181,8 +181,10 @@ type opened struct {
 
 // openStore picks the store by flags: DynamoDB (creating the table if
 // missing, its stream as the feed), a bbolt file under -data, or memory.
-// With -reset it wipes the data first and says what it wiped on out.
-func openStore(ctx context.Context, cfg config, out io.Writer) (opened, error) {
+// The feed keeps records until every one of consumers (the stream-triggered
+// functions) has committed them. With -reset it wipes the data first and
+// says what it wiped on out.
+func openStore(ctx context.Context, cfg config, out io.Writer, consumers []string) (opened, error) {
 	switch {
 	case cfg.dynamoEndpoint != "" && cfg.data != "":
 		return opened{}, fmt.Errorf("%w: -data and -dynamodb-endpoint exclude each other", errUsage)
@@ -197,7 +199,7 @@ func openStore(ctx context.Context, cfg config, out io.Writer) (opened, error) {
 		if err := dynamo.CreateTable(ctx, client, cfg.table); err != nil {
 			return opened{}, fmt.Errorf("create table %s at %s: %w (is DynamoDB Local running there? make dynamodb-local starts it)", cfg.table, cfg.dynamoEndpoint, err)
 		}
-		feed, err := dynamo.NewStreamFeed(ctx, dynamo.LocalStreamsClient(cfg.dynamoEndpoint), client, cfg.table)
+		feed, err := dynamo.NewStreamFeed(ctx, dynamo.LocalStreamsClient(cfg.dynamoEndpoint), client, cfg.table, dynamo.WithFeedConsumers(consumers...))
 		if err != nil {
 			return opened{}, err
 		}
@@ -219,7 +221,7 @@ func openStore(ctx context.Context, cfg config, out io.Writer) (opened, error) {
 				fmt.Fprintf(out, "reset: removed %s (%d bytes)\n", path, fi.Size())
 			}
 		}
-		st, err := bolt.Open(path)
+		st, err := bolt.Open(path, bolt.WithFeedConsumers(consumers...))
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return opened{}, fmt.Errorf("another process (is `make local` already running?) holds %s: stop it, or use another -data directory", path)
 		}
@@ -231,7 +233,7 @@ func openStore(ctx context.Context, cfg config, out io.Writer) (opened, error) {
 	if cfg.reset {
 		fmt.Fprintln(out, "reset: nothing to wipe, the in-memory store starts empty anyway")
 	}
-	st := memory.New()
+	st := memory.New(memory.WithFeedConsumers(consumers...))
 	return opened{store: st, feed: st, where: "in memory (lost at exit; use -data DIR to keep it)", close: func() { _ = st.Close() }}, nil
 }
 

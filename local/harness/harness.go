@@ -78,6 +78,28 @@ func Handlers(o Options, st store.Store) map[string]any {
 	}
 }
 
+// StreamConsumers returns the names of the functions with a stream trigger,
+// those of the route table's function table and extra: the consumers an
+// engine's feed must keep records for (WithFeedConsumers).
+func StreamConsumers(extra []Function) []string {
+	var names []string
+	add := func(f routes.Function) {
+		for _, t := range f.Triggers {
+			if t.Kind == routes.StreamTrigger && !slices.Contains(names, f.Name) {
+				names = append(names, f.Name)
+			}
+		}
+	}
+	for _, name := range routes.Functions() {
+		add(routes.Config(name))
+	}
+	for _, f := range extra {
+		add(f.Config)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Harness is every function behind the gateway, plus their triggers.
 type Harness struct {
 	*cloud.Gateway

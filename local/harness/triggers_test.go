@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -120,6 +121,22 @@ func TestHarnessRefusesBadTriggers(t *testing.T) {
 		if h, err := harness.New(harness.Options{Log: logging.Discard(), Extra: []harness.Function{f}}); err == nil {
 			h.Close()
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestStreamConsumers(t *testing.T) {
+	extra := (&triggerProbe{}).functions()
+	got := harness.StreamConsumers(extra)
+	if !slices.Contains(got, "test-stream") || slices.Contains(got, "test-schedule") || !slices.IsSorted(got) {
+		t.Errorf("StreamConsumers = %v, want test-stream and not test-schedule, sorted", got)
+	}
+	for _, fn := range got {
+		if fn == "test-stream" {
+			continue
+		}
+		if !slices.ContainsFunc(routes.Config(fn).Triggers, func(tr routes.Trigger) bool { return tr.Kind == routes.StreamTrigger }) {
+			t.Errorf("%s has no stream trigger", fn)
 		}
 	}
 }
