@@ -421,9 +421,11 @@ func testRecordItem(t *testing.T, st store.Store) {
 		!rec.Expires.Equal(now.Add(idempotency.DefaultTTL)) || !rec.HoldUntil.Equal(now.Add(idempotency.DefaultHold)) {
 		t.Fatalf("in-progress record %+v (type %q)", rec, it.Str("type"))
 	}
+	// The sweeper's attribute: epoch seconds, rounded up so that it never
+	// deletes a record before it expires.
 	ttl, err := it.Int(store.AttrExpiresAt)
-	if err != nil || ttl != now.Add(idempotency.DefaultTTL).Unix() { // whole seconds: the clock is truncated
-		t.Fatalf("expiresAt %d (%v), want %d", ttl, err, now.Add(idempotency.DefaultTTL).Unix())
+	if exp := rec.Expires; err != nil || time.Unix(ttl, 0).Before(exp) || !time.Unix(ttl, 0).Before(exp.Add(time.Second)) {
+		t.Fatalf("expiresAt %d (%v) for a record expiring at %s", ttl, err, exp)
 	}
 	close(r.release)
 	first := <-done

@@ -64,10 +64,12 @@ const (
 	// appendReserve is the time an append keeps for its own write: it stops
 	// queueing or retrying when less than this is left before the context's
 	// deadline, so that it answers 503 (nothing written) instead of being
-	// cut off mid-write (outcome unknown).
-	appendReserve = 500 * time.Millisecond
-	// fenceTimeout bounds the write that settles an unknown outcome.
-	fenceTimeout = 2 * time.Second
+	// cut off mid-write (outcome unknown). Each write itself must end
+	// appendReserve/2 before the deadline, which leaves the other half to
+	// settle a write that was cut off.
+	appendReserve = time.Second
+	// fenceTimeout bounds the writes that settle an unknown outcome.
+	fenceTimeout = 5 * time.Second
 	// fenceTTL is how long a fence item lives; it only has to outlast the
 	// write it fences, which DynamoDB settles within seconds.
 	fenceTTL = time.Hour
@@ -205,6 +207,12 @@ type appendResult struct {
 
 // tryAppend makes one attempt from cur, the account item (nil: none yet).
 func (b *Book) tryAppend(ctx context.Context, e Entry, cur store.Item) appendResult {
+	wctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, dl.Add(-appendReserve/2))
+		defer cancel()
+	}
 	var entries, balance int64
 	accountCond := store.ItemAbsent()
 	if cur != nil {
@@ -230,9 +238,7 @@ func (b *Book) tryAppend(ctx context.Context, e Entry, cur store.Item) appendRes
 		// The guard goes first: when the entry id exists, that is the
 		// answer, whatever else has changed.
 		store.Put(guardKey, guard).
-			// Absent, or a fence left by another attempt whose outcome
-			// was unknown (never by this attempt: its id is fresh).
-			When(store.Or(store.ItemAbsent(), store.And(store.Exists(attrFence), store.Ne(attrFence, store.S(attempt))))).
+			When(notStored(attempt)).
 			OnFailReturn(),
 		store.Update(accountKey(e.Account)).
 			SetAttr(attrType, store.S(TypeAccount)).
@@ -243,7 +249,7 @@ func (b *Book) tryAppend(ctx context.Context, e Entry, cur store.Item) appendRes
 			OnFailReturn(),
 		store.Put(entryKey(e.Account, e.Sequence), entryItem(e, TypeEntry)).When(store.ItemAbsent()),
 	}
-	_, err = b.store.Write(ctx, actions...)
+	_, err = b.store.Write(wctx, actions...)
 	if err == nil {
 		return appendResult{entry: e}
 	}
@@ -276,14 +282,26 @@ func (b *Book) tryAppend(ctx context.Context, e Entry, cur store.Item) appendRes
 	return b.settle(ctx, e, guardKey, attempt, err)
 }
 
+// notStored is the condition of both the guard's put and the fence's: the
+// entry id is not stored, that is its guard is absent or only a fence left
+// by another attempt. An attempt never meets its own fence at its write
+// (its id is fresh), but its fence's resend does. An older attempt's fence
+// may be replaced: that attempt was settled before this one began (appends
+// of one entry id are serialized by the kit's idempotency claim and by the
+// account queue), and its write cannot land any more.
+func notStored(attempt string) store.Cond {
+	return store.Or(store.ItemAbsent(), store.And(store.Exists(attrFence), store.Ne(attrFence, store.S(attempt))))
+}
+
 // settle decides the outcome of an attempt whose write failed without
 // saying whether it committed (a timeout, a lost connection). It writes a
-// fence at the entry id's guard, conditioned absent: if the fence lands,
+// fence at the entry id's guard, conditioned on notStored: if the fence lands,
 // the attempt can never commit afterwards (its guard condition now fails),
 // so nothing was written; if the guard is already there, the attempt (or an
 // earlier one of the same entry id) committed and the stored entry is the
-// answer. Only when the fence cannot be written either does the outcome
-// stay unknown.
+// answer. The fence is resent until one of those answers comes (a resend is
+// safe: if an earlier one landed, the resend meets it). Only when no answer
+// comes within fenceTimeout does the outcome stay unknown.
 func (b *Book) settle(ctx context.Context, e Entry, guardKey store.Key, attempt string, cause error) appendResult {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fenceTimeout)
 	defer cancel()
@@ -292,20 +310,35 @@ func (b *Book) settle(ctx context.Context, e Entry, guardKey store.Key, attempt 
 		attrFence:           store.S(attempt),
 		store.AttrExpiresAt: store.ExpiresAt(time.Now().Add(fenceTTL)),
 	}
-	_, err := b.store.Write(fctx, store.Put(guardKey, fence).When(store.ItemAbsent()).OnFailReturn())
-	var cf *store.ConditionFailedError
-	switch {
-	case err == nil:
-		return appendResult{err: fmt.Errorf("write failed and was fenced, nothing written (%v): %w", cause, store.ErrUnavailable)}
-	case errors.As(err, &cf) && cf.Item != nil && cf.Item.Str(attrType) == TypeEntryID:
-		stored, derr := decodeEntry(cf.Item)
-		if derr != nil {
-			return appendResult{err: derr}
+	var err error
+	for try := 0; ; try++ {
+		_, err = b.store.Write(fctx, store.Put(guardKey, fence).When(notStored(attempt)).OnFailReturn())
+		var cf *store.ConditionFailedError
+		switch {
+		case err == nil:
+			return appendResult{err: fmt.Errorf("write failed and was fenced, nothing written (%v): %w", cause, store.ErrUnavailable)}
+		case errors.As(err, &cf) && cf.Item != nil:
+			switch {
+			case cf.Item.Str(attrType) == TypeFence && cf.Item.Str(attrFence) == attempt:
+				// An earlier resend of this fence landed.
+				return appendResult{err: fmt.Errorf("write failed and was fenced, nothing written (%v): %w", cause, store.ErrUnavailable)}
+			case cf.Item.Str(attrType) == TypeEntryID:
+				stored, derr := decodeEntry(cf.Item)
+				if derr != nil {
+					return appendResult{err: derr}
+				}
+				if cf.Item.Str(attrAttempt) == attempt {
+					return appendResult{entry: stored} // it committed
+				}
+				return appendResult{entry: stored, err: fmt.Errorf("entry id %q: %w", e.EntryID, ErrEntryExists)}
+			}
+			return appendResult{err: fmt.Errorf("write failed (%v); fencing it met %s: %w", cause, cf.Item.Str(attrType), ErrOutcomeUnknown)}
+		case errors.Is(err, store.ErrInvalid):
+			return appendResult{err: fmt.Errorf("write failed (%v) and fencing it failed (%v): %w", cause, err, ErrOutcomeUnknown)}
 		}
-		if cf.Item.Str(attrAttempt) == attempt {
-			return appendResult{entry: stored} // it committed
+		if serr := sleep(fctx, b.backoff(try)); serr != nil {
+			break
 		}
-		return appendResult{entry: stored, err: fmt.Errorf("entry id %q: %w", e.EntryID, ErrEntryExists)}
 	}
 	return appendResult{err: fmt.Errorf("write failed (%v) and fencing it failed (%v): %w", cause, err, ErrOutcomeUnknown)}
 }

@@ -487,8 +487,10 @@ type lossy struct {
 	commitThenFail atomic.Bool
 	// failUnwritten reports a connection error without writing.
 	failUnwritten atomic.Bool
-	// failFence also fails the next 1-action write (the fence).
-	failFence atomic.Bool
+	// fenceFailures fails that many 1-action writes (the fence) without
+	// writing; fenceAppliedThenFail writes the next one, then fails.
+	fenceFailures        atomic.Int64
+	fenceAppliedThenFail atomic.Bool
 }
 
 var errReset = errors.New("read tcp 127.0.0.1:1234: connection reset by peer")
@@ -502,7 +504,12 @@ func (l *lossy) Write(ctx context.Context, actions ...store.Action) ([]store.Ite
 		return nil, errReset
 	case len(actions) == 3 && l.failUnwritten.CompareAndSwap(true, false):
 		return nil, errReset
-	case len(actions) == 1 && l.failFence.CompareAndSwap(true, false):
+	case len(actions) == 1 && l.fenceAppliedThenFail.CompareAndSwap(true, false):
+		if _, err := l.Store.Write(ctx, actions...); err != nil {
+			return nil, err
+		}
+		return nil, errReset
+	case len(actions) == 1 && l.fenceFailures.Add(-1) >= 0:
 		return nil, errReset
 	}
 	return l.Store.Write(ctx, actions...)
@@ -534,12 +541,28 @@ func testBookSettle(t *testing.T, st store.Store) {
 		t.Fatalf("retry over the fence: %+v %v", got, err)
 	}
 
+	// The fence itself is lost twice, then lands: still settled.
 	l.failUnwritten.Store(true)
-	l.failFence.Store(true)
+	l.fenceFailures.Store(2)
+	if _, err = b.Append(ctx, entry("acct", "e3", 30, t0)); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("lost write, fence lost twice: %v, want ErrUnavailable", err)
+	}
+	// The fence lands but its answer is lost: the resend meets it.
+	l.failUnwritten.Store(true)
+	l.fenceAppliedThenFail.Store(true)
+	if _, err = b.Append(ctx, entry("acct", "e3", 30, t0)); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("lost write, fence landed unseen: %v, want ErrUnavailable", err)
+	}
+	checkLedger(t, b, "acct", 2, 30)
+
+	// No fence gets through: the outcome stays unknown.
+	l.failUnwritten.Store(true)
+	l.fenceFailures.Store(1 << 40)
 	_, err = b.Append(ctx, entry("acct", "e3", 30, t0))
 	if !errors.Is(err, ledger.ErrOutcomeUnknown) {
 		t.Fatalf("lost write and lost fence: %v, want ErrOutcomeUnknown", err)
 	}
+	l.fenceFailures.Store(0)
 	got, err = b.Append(ctx, entry("acct", "e3", 30, t0))
 	if err != nil || got.Sequence != 3 {
 		t.Fatalf("retry after an unknown outcome: %+v %v", got, err)

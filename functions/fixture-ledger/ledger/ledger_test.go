@@ -47,6 +47,8 @@ type resp struct {
 	code     protocol.Code
 	record   ledger.RecordOutput
 	balance  ledger.BalanceOutput
+	// retryAfter is the Retry-After header.
+	retryAfter string
 }
 
 // call sends one invocation to h and checks it against the protocol's rules.
@@ -68,7 +70,8 @@ func decode(t *testing.T, status int, header http.Header, body []byte, task stri
 	if err := protocol.Verify(status, header, body, protocol.Expect{Agent: ledger.Name, Capability: task}); err != nil {
 		t.Errorf("response %d %s is not conformant: %v", status, body, err)
 	}
-	out := resp{status: status, body: string(body), replayed: header.Get(protocol.ReplayedHeader) == "true"}
+	out := resp{status: status, body: string(body), replayed: header.Get(protocol.ReplayedHeader) == "true",
+		retryAfter: header.Get("Retry-After")}
 	var eb protocol.ErrorBody
 	_ = json.Unmarshal(body, &eb)
 	out.code = eb.Error

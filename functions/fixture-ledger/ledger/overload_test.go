@@ -3,15 +3,19 @@ package ledger_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2awire/a2awire/functions/fixture-ledger/ledger"
-	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
@@ -20,10 +24,13 @@ import (
 // Overload levels of issue 9.
 const (
 	overloadCalls = 1000
-	// overloadTimeout is each call's deadline, as a Lambda timeout is.
-	overloadTimeout = 3 * time.Second
-	// overloadRounds bounds the retries of 503'd calls with a task id.
-	overloadRounds = 30
+	// overloadTimeout is each call's deadline: the ledger's Lambda timeout
+	// in the route table.
+	overloadTimeout = 10 * time.Second
+	// overloadRetries bounds the retries of each 503'd call with a task id;
+	// overloadRetriers is how many buyers retry at once.
+	overloadRetries  = 10
+	overloadRetriers = 16
 )
 
 // TestOverload is issue 9's must-show: 1,000 concurrent appends to one
@@ -41,9 +48,10 @@ func TestOverload(t *testing.T) {
 		t.Run(shape.name, func(t *testing.T) {
 			client, table := dynamolocal.NewTable(t, local)
 			st := dynamo.New(client, table)
+			why := &reasons{m: map[string]int{}}
 			handlers := make([]http.Handler, shape.processes)
 			for i := range handlers {
-				handlers[i] = ledger.New(logging.Discard(), st)
+				handlers[i] = ledger.New(slog.New(why), st)
 			}
 			account := fmt.Sprintf("hot-%d", shape.processes)
 			taskID := func(i int) string {
@@ -67,7 +75,7 @@ func TestOverload(t *testing.T) {
 				w := httptest.NewRecorder()
 				handlers[i%len(handlers)].ServeHTTP(w, r)
 				got := decode(t, w.Code, w.Header(), w.Body.Bytes(), "record-entry")
-				if got.status == 503 && w.Header().Get("Retry-After") == "" {
+				if got.status == 503 && got.retryAfter == "" {
 					t.Errorf("call %d: 503 without Retry-After", i)
 				}
 				return got
@@ -124,23 +132,39 @@ func TestOverload(t *testing.T) {
 				}
 			}
 			retried := len(pending)
-			for round := 0; len(pending) > 0 && round < overloadRounds; round++ {
-				next := make([]resp, len(pending))
-				var wg sync.WaitGroup
-				for j, i := range pending {
-					wg.Go(func() { next[j] = send(i) })
-				}
-				wg.Wait()
-				var still []int
-				for j, i := range pending {
-					if next[j].status != 200 {
-						still = append(still, i)
+			work := make(chan int)
+			var unsettled sync.Map
+			var rwg sync.WaitGroup
+			for range overloadRetriers {
+				rwg.Go(func() {
+					for i := range work {
+						var last resp
+						for range overloadRetries {
+							if last = send(i); last.status == 200 {
+								break
+							}
+							time.Sleep(retryWait(last))
+						}
+						if last.status != 200 {
+							unsettled.Store(i, last)
+						}
 					}
-				}
-				pending = still
+				})
 			}
+			for _, i := range pending {
+				work <- i
+			}
+			close(work)
+			rwg.Wait()
+			pending = pending[:0]
+			unsettled.Range(func(k, v any) bool {
+				pending = append(pending, k.(int))
+				t.Logf("call %d (task id %s) unsettled: %d %s", k, taskID(k.(int)), v.(resp).status, v.(resp).body)
+				return true
+			})
+			t.Logf("logged failures: %s", why)
 			if len(pending) > 0 {
-				t.Fatalf("%d calls with a task id still unsettled after %d rounds", len(pending), overloadRounds)
+				t.Fatalf("%d calls with a task id still unsettled after %d retries each", len(pending), overloadRetries)
 			}
 			entries = list(t, st, account)
 			withID := map[string]int{}
@@ -180,4 +204,52 @@ func TestOverload(t *testing.T) {
 				shape.name, overloadCalls, overloadTimeout, storm.Round(time.Millisecond), ok, busy, retried, len(entries), running)
 		})
 	}
+}
+
+// reasons is a slog handler that counts the failures the kit logs, by
+// message and error text (digits masked), so the test can say why calls
+// got 503.
+type reasons struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+var digits = regexp.MustCompile(`[0-9a-f]{6,}|[0-9]+`)
+
+func (r *reasons) Enabled(context.Context, slog.Level) bool { return true }
+func (r *reasons) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *reasons) WithGroup(string) slog.Handler            { return r }
+func (r *reasons) Handle(_ context.Context, rec slog.Record) error {
+	key := rec.Message
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			key += ": " + digits.ReplaceAllString(a.Value.String(), "N")
+		}
+		return true
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[key]++
+	return nil
+}
+
+func (r *reasons) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var lines []string
+	for k, n := range r.m {
+		lines = append(lines, fmt.Sprintf("\n  %4d × %s", n, k))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "")
+}
+
+// retryWait is how long a buyer waits before retrying after r: its
+// Retry-After, jittered.
+func retryWait(r resp) time.Duration {
+	d := time.Second
+	if n, err := strconv.Atoi(r.retryAfter); err == nil && n > 0 {
+		d = time.Duration(n) * time.Second
+	}
+	return d/2 + rand.N(d/2)
 }
