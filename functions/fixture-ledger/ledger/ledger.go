@@ -1,14 +1,33 @@
 // Package ledger is the a2awire-ledger fixture: the stateful provider
 // (DESIGN §4). record-entry appends to an account's ledger and balance reads
-// it back; entries and balances live in the store.
+// it back. The ledger itself (Book: accounts, entries, entry-id guards; key
+// patterns in book.go) is written once over the item API (store.Store), so
+// it runs unchanged on memory, bolt and DynamoDB.
 //
 // A repeated X-A2AWire-Task-Id never appends twice, at two levels. The kit's
 // idempotency (shared/idempotency) lets exactly one request per task id run
 // and replays its response to the others. Under it, the entry id is derived
-// from (agent, task id), and the store appends an entry id at most once per
+// from (agent, task id), and the book appends an entry id at most once per
 // account, so even a request that runs again after its idempotency record was
 // lost (expired, or released by a crash between append and commit) returns
 // the entry already written instead of appending another.
+//
+// Overload never becomes a 500 (issue 9): a store that stays busy, appends
+// that keep losing races to other processes, or a deadline too close to
+// start a write are 503 unavailable with Retry-After, and nothing was
+// written. A write whose outcome is lost (a timeout in flight) is settled by
+// fencing its entry id (see Book.Append); only if even that fails is the
+// answer a 503 whose message points to the task-id replay path.
+//
+// Calls per invocation (item API; on DynamoDB, in brackets):
+//
+//	record-entry, first run with a task id  guard Get + claim Put, account Get + 3-action Write, commit Update
+//	                                        [2 GetItem, 1 PutItem, 1 TransactWriteItems, 1 UpdateItem]
+//	record-entry, replay of a task id       1 Get [1 GetItem]
+//	record-entry without a task id          account Get + 3-action Write [1 GetItem, 1 TransactWriteItems]
+//	  each race lost to another process     +1 Write (no read: the failed condition returns the account)
+//	  write outcome lost                    +1 Put of a fence (resent until it settles)
+//	balance                                 1 Get [1 GetItem]
 package ledger
 
 import (
