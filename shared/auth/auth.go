@@ -1,0 +1,78 @@
+// Package auth signs and verifies a2awire requests with HTTP Message
+// Signatures (RFC 9421) as the IETF Web Bot Auth drafts profile them, plus
+// the two rules of DESIGN §7 that make every request single-use: a required
+// nonce, remembered until the signature expires, and the body covered by its
+// Content-Digest.
+//
+// Identity: an agent is an Ed25519 key. Its keyid is the RFC 7638 thumbprint
+// of its RFC 8037 JWK (KeyID) and its awnId the SHA-256 of the raw key
+// (AWNID). Signer adds Content-Digest, Signature-Input and Signature to an
+// outgoing request (Transport does it for an http.Client). Verifier checks a
+// received request against every rule of §7; route middleware calls it with
+// the key lookup the route needs (the key in the body for join and register,
+// a stored registration elsewhere).
+//
+// The verifier reads every signature header through lambdahttp.RawHeader:
+// behind API Gateway the Lambda adapter splits header values on commas, and
+// Signature-Input is full of them.
+package auth
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an Error; the route middleware maps it to a status
+// (Unauthorized → 401, Unavailable → 503, Internal → 500).
+type Kind int
+
+// Kinds of Error.
+const (
+	// Unauthorized: the request breaks a rule of §7. The message names
+	// the rule and may be shown to the client.
+	Unauthorized Kind = iota + 1
+	// Unavailable: the nonce store is overloaded; the client may retry.
+	Unavailable
+	// Internal: the nonce store or the key lookup failed. The message is
+	// generic; the cause is in Err, for logs only.
+	Internal
+)
+
+// String returns the kind's snake_case name.
+func (k Kind) String() string {
+	switch k {
+	case Unauthorized:
+		return "unauthorized"
+	case Unavailable:
+		return "unavailable"
+	case Internal:
+		return "internal"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Error is the one error type of the package. Message names the rule that
+// failed ("signature expired", "nonce already used") and never an expected
+// value, so it is safe to send to the client; Err is the cause, for logs.
+type Error struct {
+	Kind    Kind
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// unauthorized builds the 401 error of a failed rule.
+func unauthorized(msg string) *Error { return &Error{Kind: Unauthorized, Message: msg} }
+
+// ErrUnknownKey is what a KeyLookup returns (possibly wrapped) when it knows
+// no key for the keyid; the verifier reports it as "unknown key".
+var ErrUnknownKey = errors.New("auth: unknown key")

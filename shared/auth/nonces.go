@@ -1,0 +1,57 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Nonces is the replay guard of DESIGN §7 over the item API: one item per
+// (keyid, nonce), written once by a conditional Put that expires with the
+// signature.
+//
+//	pk "NONCE#<keyid>"   sk "N#<nonce>"   expiresAt = the signature's expires
+type Nonces struct {
+	s store.Store
+}
+
+// NewNonces returns the replay guard storing its items in s.
+func NewNonces(s store.Store) *Nonces { return &Nonces{s: s} }
+
+// NonceKey is the key of the item recording (keyID, nonce).
+func NonceKey(keyID, nonce string) store.Key {
+	return store.Key{PK: "NONCE#" + keyID, SK: "N#" + nonce}
+}
+
+// Claim records (keyID, nonce) until expires, or fails with the
+// Unauthorized error "nonce already used" when a live record exists. A
+// record past its expiresAt that the sweeper has not deleted yet does not
+// count (the store returns expired items until they are swept), so the
+// condition is: no item, or an expired one — still a single write.
+func (n *Nonces) Claim(ctx context.Context, keyID, nonce string, expires, now time.Time) error {
+	k := NonceKey(keyID, nonce)
+	item := store.Item{
+		store.AttrPK:        store.S(k.PK),
+		store.AttrSK:        store.S(k.SK),
+		store.AttrExpiresAt: store.ExpiresAt(expires),
+	}
+	cond := store.Or(store.ItemAbsent(), store.Le(store.AttrExpiresAt, store.N(now.Unix())))
+	if _, err := n.s.Write(ctx, store.Put(k, item).When(cond)); err != nil {
+		if errors.Is(err, store.ErrConditionFailed) {
+			return unauthorized("nonce already used")
+		}
+		return storeError("nonce store failed", err)
+	}
+	return nil
+}
+
+// storeError wraps a failure of a dependency: Unavailable when the store
+// says it is overloaded, Internal otherwise. The message is generic.
+func storeError(msg string, err error) *Error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return &Error{Kind: Unavailable, Message: "temporarily unavailable", Err: err}
+	}
+	return &Error{Kind: Internal, Message: msg, Err: err}
+}
