@@ -12,7 +12,7 @@ import (
 // (keyid, nonce), written once by a conditional Put that expires with the
 // signature.
 //
-//	pk "NONCE#<keyid>"   sk "N#<nonce>"   expiresAt = the signature's expires
+//	pk "NONCE#<keyid>"   sk "N#<nonce>"   type "nonce"   expiresAt = the signature's expires
 type Nonces struct {
 	s store.Store
 }
@@ -36,6 +36,7 @@ func (n *Nonces) Claim(ctx context.Context, keyID, nonce string, expires, now ti
 		store.AttrPK:        store.S(k.PK),
 		store.AttrSK:        store.S(k.SK),
 		store.AttrExpiresAt: store.ExpiresAt(expires),
+		"type":              store.S("nonce"),
 	}
 	cond := store.Or(store.ItemAbsent(), store.Le(store.AttrExpiresAt, store.N(now.Unix())))
 	if _, err := n.s.Write(ctx, store.Put(k, item).When(cond)); err != nil {

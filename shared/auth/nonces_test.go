@@ -32,6 +32,9 @@ func TestNoncesOnEveryEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if it.Str("type") != "nonce" {
+				t.Fatalf("type %q", it.Str("type"))
+			}
 			if got, _ := it.Int(store.AttrExpiresAt); got != exp.Unix() {
 				t.Fatalf("expiresAt %d, want %d", got, exp.Unix())
 			}

@@ -47,7 +47,10 @@ type Signer struct {
 type SignerOption func(*Signer)
 
 // WithSignatureAgent sends Signature-Agent: <label>="<agentURL>" (the key
-// directory of the signing key) and covers it with the signature.
+// directory of the signing key) and covers that dictionary member as
+// "signature-agent";key="<label>" (DESIGN §7, RFC 9421 §2.1.2). Verifier
+// accepts that form and the whole-field "signature-agent"; a verifier
+// without the key parameter (httpsig-go v1.2.0) cannot check the former.
 func WithSignatureAgent(agentURL string) SignerOption {
 	return func(s *Signer) { s.agent = agentURL }
 }
