@@ -355,3 +355,18 @@ func freeAddr(t *testing.T) string {
 	l.Close()
 	return addr
 }
+
+// TestREADMEStandsAlone keeps the README self-contained: a user of the
+// repository has no design document beside the checkout, so the README must
+// state the contract itself rather than cite one.
+func TestREADMEStandsAlone(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, "DESIGN") {
+			t.Errorf("README line %d cites a design document users do not have; say it in the README's own words: %s", n+1, line)
+		}
+	}
+}
