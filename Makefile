@@ -21,13 +21,18 @@ PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local dynamodb-local awn test test-go test-infra build invoke lint fuzz bench synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn test test-go test-infra build invoke lint fuzz bench synth deploy diff cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
-local:
-	@echo "local: compiling ./local and every function into bin/a2awire-local (about a minute the first time)..."
-	@$(GO) build -o bin/a2awire-local ./local
+local: local-bin
 	exec bin/a2awire-local -addr $(ADDR) $(ARGS)
+
+# local-bin builds what `make local` and `make invoke` run, saying so on stderr
+# (invoke's stdout is the Lambda response): the first build compiles every
+# function, about a minute on 2 cores.
+local-bin:
+	@echo "local: compiling ./local and every function into bin/a2awire-local (about a minute the first time)..." >&2
+	@$(GO) build -o bin/a2awire-local ./local
 
 ## help: list the targets.
 help:
@@ -69,11 +74,12 @@ build:
 		if [ $$size -gt $(MAX_BOOTSTRAP_BYTES) ]; then echo "$$f is over $(MAX_BOOTSTRAP_BYTES) bytes" >&2; exit 1; fi; \
 	done
 
-## invoke: run one function's Lambda entry on a sample event, e.g.
-##   make invoke FN=fixture-punctual EVENT=events/fixture-punctual-ping.json
+## invoke: run one function's Lambda entry on a sample event (FN: folder or agent name), e.g.
+##   make invoke FN=a2awire-punctual EVENT=events/fixture-punctual-ping.json
 invoke:
-	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<function> EVENT=<file>" >&2; exit 2; }
-	@$(GO) run ./local -invoke $(FN) -event $(EVENT)
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<function folder or agent name> EVENT=<file>" >&2; exit 2; }
+	@$(MAKE) --no-print-directory local-bin
+	@bin/a2awire-local -invoke $(FN) -event $(EVENT)
 
 ## lint: gofmt, go vet and staticcheck (pinned) over the root module and infra.
 lint:
