@@ -140,12 +140,18 @@ type reader struct {
 	awn      string
 	files    int
 	conforms []string
+	summary  string // the last line of the last awn conform
 	server   *exec.Cmd
 	exited   chan error
 	builds   int
 }
 
-var mkdirCD = regexp.MustCompile(`^mkdir ([\w.-]+) && cd ([\w.-]+)$`)
+var (
+	mkdirCD = regexp.MustCompile(`^mkdir ([\w.-]+) && cd ([\w.-]+)$`)
+	// shownSummary is a comment showing what the awn conform line above it
+	// prints last; it must be what awn really printed.
+	shownSummary = regexp.MustCompile(`^# … (\d+ passed, \d+ failed, \d+ skipped)$`)
+)
 
 // commands runs a sh block line by line. Only the commands the README may
 // tell a reader to type are understood; anything else fails the test, so
@@ -154,6 +160,12 @@ func (r *reader) commands(b block) {
 	t := r.t
 	for n, line := range joinContinued(b.text) {
 		where := fmt.Sprintf("README line %d (%s)", b.line+n, line)
+		if m := shownSummary.FindStringSubmatch(line); m != nil {
+			if m[1] != r.summary {
+				t.Fatalf("%s: awn conform printed %q", where, r.summary)
+			}
+			continue
+		}
 		args, err := shellWords(line)
 		if err != nil {
 			t.Fatalf("%s: %v", where, err)
@@ -251,7 +263,7 @@ func (r *reader) stop() {
 	r.server = nil
 }
 
-var conformSummary = regexp.MustCompile(`(?m)^(\d+) passed, 0 failed, 0 skipped$`)
+var conformSummary = regexp.MustCompile(`(?m)^((\d+) passed, 0 failed, 0 skipped)$`)
 
 // conform runs the README's awn conform line and wants every item to pass.
 func (r *reader) conform(where string, args []string) {
@@ -276,7 +288,8 @@ func (r *reader) conform(where string, args []string) {
 	if m == nil {
 		t.Fatalf("%s: want every item to pass, got:\n%s", where, out)
 	}
-	t.Logf("%s: %s passed", where, m[1])
+	t.Logf("%s: %s", where, m[1])
+	r.summary = string(m[1])
 	r.conforms = append(r.conforms, strings.Join(args, " "))
 }
 
