@@ -218,7 +218,6 @@ func TestUsage(t *testing.T) {
 		{[]string{"invoke", ep, "--task", "ping", "--timeout", "soon"}, `invalid argument "soon"`},
 		{[]string{"invoke", ep, "--task", "ping", "--attempts", "0"}, "--attempts must be at least 1"},
 		{[]string{"invoke", ep, "--task", "ping", "--task-id", strings.Repeat("x", 256)}, "--task-id is longer than 255"},
-		{[]string{"invoke", "a2awire-punctual", "--task", "ping"}, "needs the registry"},
 		{[]string{"invoke", "Not A Name", "--task", "ping"}, "neither an endpoint URL nor an agent name"},
 		{[]string{"invoke", "ftp://example.com/x", "--task", "ping"}, "not an absolute http(s) endpoint URL"},
 		{[]string{"conform"}, "conform needs an endpoint (or --fixtures)"},
@@ -229,7 +228,6 @@ func TestUsage(t *testing.T) {
 		{[]string{"conform", "--fixtures", "--task", "ping"}, "--task cannot be combined"},
 		{[]string{"conform", "--fixtures", "--stateful"}, "--stateful cannot be combined"},
 		{[]string{"conform", "--fixtures", "--url", "localhost:8080"}, "is not an absolute http(s) URL"},
-		{[]string{"conform", "a2awire-ledger", "--task", "ping"}, "needs the registry"},
 	}
 	for _, tc := range tests {
 		r := awn(t, nil, tc.args...)

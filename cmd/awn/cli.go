@@ -89,7 +89,9 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "awn",
 		Short: "The agent-side client of the A2AWire network",
 		Long: `awn invokes A2AWire providers and checks them against the protocol's
-conformance checklist.
+conformance checklist, and holds an agent's identity (an Ed25519 key in
+AWN_HOME, default ~/.config/awn) to register it, discover others and set its
+presence.
 
 It talks to AWN_URL (default ` + defaultURL + `, or --url). --json prints one
 JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success,
@@ -119,7 +121,8 @@ JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.json, "json", false, "print one JSON document on stdout")
 	pf.StringVar(&a.baseURL, "url", base, "base URL of the network (env AWN_URL)")
-	root.AddCommand(a.invokeCommand(), a.conformCommand())
+	root.AddCommand(a.initCommand(), a.whoamiCommand(), a.registerCommand(), a.discoverCommand(),
+		a.agentCommand(), a.invokeCommand(), a.conformCommand())
 	return root
 }
 
@@ -157,29 +160,6 @@ func isAgentName(s string) bool {
 		}
 	}
 	return true
-}
-
-// endpoint turns the <name|endpoint> argument into an invocation URL. Names
-// resolve through the registry, which this deployment does not serve yet, so
-// a name is refused with the way out; that is a usage error because no
-// server was asked.
-func (a *app) endpoint(arg string) (string, error) {
-	if strings.Contains(arg, "://") {
-		u, err := url.Parse(arg)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return "", usageErrorf("%q is not an absolute http(s) endpoint URL", arg)
-		}
-		return arg, nil
-	}
-	if isAgentName(arg) {
-		base, err := a.base()
-		if err != nil {
-			return "", err
-		}
-		return "", usageErrorf("resolving the agent name %q needs the registry (/api/v1/agents), which is not available yet; "+
-			"pass the endpoint URL instead, e.g. %s/agents/%s/invoke", arg, base, arg)
-	}
-	return "", usageErrorf("%q is neither an endpoint URL nor an agent name", arg)
 }
 
 // jsonObject parses a flag value that must be a JSON object, strictly as a

@@ -93,14 +93,14 @@ func (a *app) conform(cmd *cobra.Command, args []string, f conformFlags) error {
 	if len(args) == 0 {
 		return usageErrorf("conform needs an endpoint (or --fixtures)")
 	}
-	endpoint, err := a.endpoint(args[0])
-	if err != nil {
+	if _, _, err := checkTarget(args[0]); err != nil {
 		return err
 	}
 	if f.task == "" {
 		return usageErrorf("--task is required: a capability the endpoint advertises")
 	}
-	t := conform.Target{Endpoint: endpoint, Agent: f.agent, Task: f.task, Stateful: f.stateful}
+	var err error
+	t := conform.Target{Agent: f.agent, Task: f.task, Stateful: f.stateful}
 	if t.Input, err = jsonObject("input", f.input); err != nil {
 		return err
 	}
@@ -109,6 +109,12 @@ func (a *app) conform(cmd *cobra.Command, args []string, f conformFlags) error {
 			return err
 		}
 	}
+	// Resolved after every flag is checked, so a usage mistake asks no server.
+	endpoint, err := a.endpoint(cmd.Context(), args[0])
+	if err != nil {
+		return err
+	}
+	t.Endpoint = endpoint
 	if err := reach(cmd.Context(), endpoint, f.timeout); err != nil {
 		return a.unreachable(endpoint, err)
 	}

@@ -40,11 +40,12 @@ and metadata, or with --json the provider's whole response.
 
 Retries (5xx, 429, timeouts) reuse one task id, so a stateful provider acts once;
 --task-id sets that id. An error answer prints "error: <code>: <message>" on
-stderr and exits 1. Agent names need the registry, not available yet: pass the
-endpoint URL, e.g. $AWN_URL/agents/a2awire-punctual/invoke.`,
-		Example: `  awn invoke http://127.0.0.1:8080/agents/a2awire-clean/invoke --task word-count --input '{"text":"hello world"}'`,
-		Args:    cobra.ExactArgs(1),
-		RunE:    wrap(func(cmd *cobra.Command, args []string) error { return a.invoke(cmd.Context(), args[0], f) }),
+stderr and exits 1. A bare agent name (no scheme) is resolved to its endpoint
+through the registry at AWN_URL (GET /api/v1/agents/{name}).`,
+		Example: `  awn invoke a2awire-clean --task word-count --input '{"text":"hello world"}'
+  awn invoke http://127.0.0.1:8080/agents/a2awire-clean/invoke --task word-count --input '{"text":"hello world"}'`,
+		Args: cobra.ExactArgs(1),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error { return a.invoke(cmd.Context(), args[0], f) }),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.task, "task", "", "capability to invoke (required)")
@@ -57,8 +58,7 @@ endpoint URL, e.g. $AWN_URL/agents/a2awire-punctual/invoke.`,
 }
 
 func (a *app) invoke(ctx context.Context, target string, f invokeFlags) error {
-	endpoint, err := a.endpoint(target)
-	if err != nil {
+	if _, _, err := checkTarget(target); err != nil {
 		return err
 	}
 	if strings.TrimSpace(f.task) == "" {
@@ -83,6 +83,11 @@ func (a *app) invoke(ctx context.Context, target string, f invokeFlags) error {
 
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	// Resolved after every flag is checked, so a usage mistake asks no server.
+	endpoint, err := a.endpoint(ctx, target)
+	if err != nil {
+		return err
+	}
 	// The client gives each attempt a share of the budget, so a hung
 	// attempt is retried within --timeout.
 	client := &protocol.Client{HTTP: &http.Client{}, MaxAttempts: f.attempts, AttemptTimeout: f.timeout, MaxResponse: maxResponse}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/spf13/cobra"
+)
+
+// identityJSON is what init and whoami print with --json.
+type identityJSON struct {
+	AWNID     string `json:"awnId"`
+	KeyID     string `json:"keyId"`
+	PublicKey string `json:"publicKey"`
+	KeyFile   string `json:"keyFile,omitempty"`
+}
+
+func newIdentity(pub ed25519.PublicKey) identityJSON {
+	return identityJSON{AWNID: auth.AWNID(pub), KeyID: auth.KeyID(pub), PublicKey: base64.StdEncoding.EncodeToString(pub)}
+}
+
+func (a *app) initCommand() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "init [--force]",
+		Short: "Create this agent's Ed25519 key in $AWN_HOME",
+		Long: `init creates an Ed25519 key pair, the agent's identity, in $AWN_HOME/key.pem
+(default ~/.config/awn; the file is 0600, the directory 0700) and prints its
+awnId and keyid. An existing key is kept unless --force replaces it — which
+loses the old identity and the agent names registered with it.`,
+		Args: cobra.NoArgs,
+		RunE: wrap(func(cmd *cobra.Command, _ []string) error {
+			home, err := a.home()
+			if err != nil {
+				return err
+			}
+			pub, priv, err := ed25519.GenerateKey(rand.Reader)
+			if err != nil {
+				return fmt.Errorf("generate key: %w", err)
+			}
+			pemKey, err := encodeKey(priv)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(home, keyFile)
+			if err := writeFileAtomic(path, pemKey, force); err != nil {
+				if errors.Is(err, fs.ErrExist) {
+					return usageErrorf("%s already holds a key; pass --force to replace it (the old identity is lost)", path)
+				}
+				return err
+			}
+			id := newIdentity(pub)
+			id.KeyFile = path
+			if a.json {
+				return a.writeJSON(id)
+			}
+			return a.printIdentity(id)
+		}),
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing key")
+	return cmd
+}
+
+func (a *app) whoamiCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "whoami",
+		Short: "Print this agent's awnId and keyid",
+		Args:  cobra.NoArgs,
+		RunE: wrap(func(cmd *cobra.Command, _ []string) error {
+			priv, err := a.loadKey()
+			if err != nil {
+				return err
+			}
+			id := newIdentity(priv.Public().(ed25519.PublicKey))
+			if a.json {
+				return a.writeJSON(id)
+			}
+			return a.printIdentity(id)
+		}),
+	}
+}
+
+func (a *app) printIdentity(id identityJSON) error {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "awnId:\t%s\n", id.AWNID)
+	fmt.Fprintf(tw, "keyId:\t%s\n", id.KeyID)
+	if id.KeyFile != "" {
+		fmt.Fprintf(tw, "key file:\t%s\n", id.KeyFile)
+	}
+	return tw.Flush()
+}
