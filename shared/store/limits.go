@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -392,6 +393,14 @@ func validateValue(v types.AttributeValue, depth int) error {
 	return nil
 }
 
+// numberBounds are DynamoDB's smallest and largest magnitudes, computed once:
+// every number of every write is checked against them.
+var numberBounds = sync.OnceValues(func() (lo, hi *big.Rat) {
+	hi = new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(126), nil))
+	lo = new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Exp(big.NewInt(10), big.NewInt(130), nil))
+	return lo, hi
+})
+
 // validNumber accepts what DynamoDB stores: a decimal of at most 38
 // significant digits, magnitude between 1e-130 and 1e126 (or zero).
 func validNumber(s string) error {
@@ -409,8 +418,7 @@ func validNumber(s string) error {
 	}
 	if r.Sign() != 0 {
 		abs := new(big.Rat).Abs(r)
-		hi := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(126), nil))
-		lo := new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Exp(big.NewInt(10), big.NewInt(130), nil))
+		lo, hi := numberBounds()
 		if abs.Cmp(hi) >= 0 || abs.Cmp(lo) < 0 {
 			return fmt.Errorf("number %q is out of DynamoDB's range: %w", s, ErrInvalid)
 		}
