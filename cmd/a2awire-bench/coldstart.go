@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// helloName is the trivial Lambda's name in the cold-start rows.
+const helloName = "hello-world (baseline)"
+
+// maxBootstrapBytes is the Makefile's MAX_BOOTSTRAP_BYTES.
+const maxBootstrapBytes = 12_000_000
+
+var initReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
+
+// coldTarget is one binary to start under the emulator.
+type coldTarget struct {
+	name      string // function folder, or helloName
+	pkg       string // ./functions/<name>
+	env       []string
+	fn        routes.Function
+	bootstrap string
+}
+
+// coldSample is one cold start.
+type coldSample struct {
+	init, first time.Duration
+}
+
+// buildHost compiles pkg for this machine as `make build` compiles for
+// Lambda (CGO off, lambda.norpc, trimmed, stripped), since the emulator runs
+// it natively.
+func buildHost(ctx context.Context, pkg, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+	}
+	return nil
+}
+
+// coldStart starts t's bootstrap under the emulator once: INIT is the
+// emulator's INIT REPORT (bootstrap start to its first /next), first is
+// emulator process start to the first response of an invocation.
+func coldStart(ctx context.Context, rie string, t coldTarget) (coldSample, error) {
+	ports := make([]string, 2)
+	for i := range ports {
+		a, err := freeAddr()
+		if err != nil {
+			return coldSample{}, err
+		}
+		ports[i] = a
+	}
+	out := &syncBuffer{}
+	cmd := exec.Command(rie, "--runtime-interface-emulator-address", ports[0], "--runtime-api-address", ports[1], t.bootstrap)
+	cmd.Dir = filepath.Dir(t.bootstrap)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LOG_LEVEL=info", "AWS_REGION=us-east-1",
+		"AWS_LAMBDA_FUNCTION_NAME=" + t.fn.Name,
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%d", max(t.fn.MemoryMB, 128)),
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", max(t.fn.TimeoutSeconds, 3))}
+	for k, v := range t.fn.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, t.env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return coldSample{}, fmt.Errorf("start emulator: %w", err)
+	}
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}()
+	for {
+		c, err := net.DialTimeout("tcp", ports[0], time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Since(start) > 15*time.Second {
+			return coldSample{}, fmt.Errorf("emulator not listening: %v\n%s", err, out.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	payload, err := json.Marshal(firstEvent(t))
+	if err != nil {
+		return coldSample{}, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ictx, http.MethodPost, "http://"+ports[0]+"/2015-03-31/functions/function/invocations", bytes.NewReader(payload))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return coldSample{}, fmt.Errorf("invoke: %w\n%s", err, out.String())
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	first := time.Since(start)
+	var v2 events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(raw, &v2); err != nil || resp.StatusCode != 200 || v2.StatusCode >= 500 {
+		return coldSample{}, fmt.Errorf("invoke answered %d %s\n%s", resp.StatusCode, raw, out.String())
+	}
+	for {
+		if m := initReport.FindStringSubmatch(out.String()); m != nil {
+			f, _ := strconv.ParseFloat(m[1], 64)
+			return coldSample{init: time.Duration(f * float64(time.Millisecond)), first: first}, nil
+		}
+		if time.Since(start) > 20*time.Second {
+			return coldSample{}, fmt.Errorf("no INIT REPORT line\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// firstEvent is a real request for the function: the fixture's own
+// capability on its invoke route, so the first response includes what the
+// first request costs (the ledger's first DynamoDB call).
+func firstEvent(t coldTarget) events.APIGatewayV2HTTPRequest {
+	bodies := map[string]string{
+		"fixture-punctual":   pingBody,
+		"fixture-clean":      `{"task":"word-count","input":{"text":"a b c"}}`,
+		"fixture-messy":      `{"task":"messy-echo","input":{"n":7}}`,
+		"fixture-translator": `{"task":"translation","input":{"text":"good morning","target_lang":"es"}}`,
+		"fixture-ledger":     `{"task":"balance","input":{"account":"bench"}}`,
+	}
+	method, path, body := "GET", "/", ""
+	if rs := routes.ForFunction(t.name); len(rs) > 0 {
+		method, path = rs[0].Method, rs[0].Path
+		if method == "ANY" || method == "" {
+			method = "POST"
+		}
+	}
+	if b, ok := bodies[t.name]; ok {
+		method, body = "POST", b
+	}
+	now := time.Now().UTC()
+	rk := method + " " + path
+	return events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: rk, RawPath: path, Body: body,
+		Headers: map[string]string{"host": "bench.local", "content-type": "application/json", "content-length": strconv.Itoa(len(body))},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey: rk, AccountID: "000000000000", Stage: "$default", RequestID: "bench", APIID: "bench",
+			DomainName: "bench.local", Time: now.Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path, Protocol: "HTTP/1.1", SourceIP: "127.0.0.1"},
+		},
+	}
+}
+
+// coldRows is row 3: every function and the trivial Lambda, built for the
+// host, started n times each under the emulator (rounds interleaved), and
+// every Lambda build's size.
+func coldRows(ctx context.Context, root, rie, dir string, functions []string, ledgerEnv []string, n int) []Row {
+	var rows []Row
+	targets := []coldTarget{{name: helloName, pkg: "./cmd/a2awire-bench/hello", fn: routes.Function{Name: "hello"}}}
+	for _, f := range functions {
+		t := coldTarget{name: f, pkg: "./functions/" + f, fn: routes.Config(f)}
+		if f == "fixture-ledger" {
+			t.env = ledgerEnv
+		}
+		targets = append(targets, t)
+	}
+	for i := range targets {
+		t := &targets[i]
+		t.bootstrap = filepath.Join(dir, strings.Fields(t.name)[0], "bootstrap")
+		if err := buildHost(ctx, t.pkg, t.bootstrap); err != nil {
+			return []Row{failed(Row{ID: "3", Name: "cold start"}, err)}
+		}
+	}
+	samples := map[string][]coldSample{}
+	errs := map[string]error{}
+	for range n {
+		for _, t := range targets {
+			if errs[t.name] != nil {
+				continue
+			}
+			s, err := coldStart(ctx, rie, t)
+			if err != nil {
+				errs[t.name] = err
+				continue
+			}
+			samples[t.name] = append(samples[t.name], s)
+		}
+	}
+	median := func(name string, pick func(coldSample) time.Duration) time.Duration {
+		var ds []time.Duration
+		for _, s := range samples[name] {
+			ds = append(ds, pick(s))
+		}
+		slices.Sort(ds)
+		if len(ds) == 0 {
+			return 0
+		}
+		return ds[len(ds)/2]
+	}
+	initOf := func(s coldSample) time.Duration { return s.init }
+	firstOf := func(s coldSample) time.Duration { return s.first }
+	base := median(helloName, initOf)
+	method := fmt.Sprintf("host build (%s/%s, CGO off, -tags lambda.norpc, -s -w) under .tools/aws-lambda-rie; INIT = the emulator's INIT REPORT durationMs (bootstrap start → first /next), "+
+		"first = emulator process start → first response to a real request; median of %d, targets interleaved", runtime.GOOS, runtime.GOARCH, n)
+	for i, t := range targets {
+		row := Row{ID: fmt.Sprintf("3%c", 'a'+i), Name: "cold start: " + t.name, Method: method}
+		if i == 0 {
+			row.Target = "baseline"
+		} else {
+			row.Target = fmt.Sprintf("INIT ≤ 1.5 × baseline (%.2f ms)", 1.5*ms(base))
+		}
+		if err := errs[t.name]; err != nil {
+			rows = append(rows, failed(row, err))
+			continue
+		}
+		in, first := median(t.name, initOf), median(t.name, firstOf)
+		row.Values = map[string]float64{"init_ms": ms(in), "first_response_ms": ms(first)}
+		row.Result = fmt.Sprintf("INIT %.2f ms (%.2f×), first response %.1f ms", ms(in), float64(in)/float64(base), ms(first))
+		row.Status = Info
+		if i > 0 && base > 0 {
+			row.Values["init_ratio"] = float64(in) / float64(base)
+			row.Status = within(float64(in) <= 1.5*float64(base))
+		}
+		rows = append(rows, row)
+	}
+	// Sizes of the Lambda builds make build produced (linux/arm64).
+	var sizes []string
+	biggest, ok := int64(0), true
+	vals := map[string]float64{}
+	for _, f := range functions {
+		fi, err := os.Stat(filepath.Join(root, "build", f, "bootstrap"))
+		if err != nil {
+			rows = append(rows, failed(Row{ID: "3s", Name: "binary sizes"}, fmt.Errorf("%w (make build first)", err)))
+			return rows
+		}
+		sizes = append(sizes, fmt.Sprintf("%s %.1f", strings.TrimPrefix(f, "fixture-"), float64(fi.Size())/1e6))
+		vals[f+"_bytes"] = float64(fi.Size())
+		biggest = max(biggest, fi.Size())
+		ok = ok && fi.Size() <= maxBootstrapBytes
+	}
+	rows = append(rows, Row{ID: "3s", Name: "binary sizes (build/*/bootstrap, MB)", Result: strings.Join(sizes, ", "),
+		Target: "each ≤ 12 MB", Status: within(ok), Values: vals,
+		Method: "stat of make build's linux/arm64 outputs (CGO off, -trimpath, -s -w, lambda.norpc)"})
+	return rows
+}
+
+// syncBuffer is a bytes.Buffer safe for the emulator's two output streams.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

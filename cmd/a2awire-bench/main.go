@@ -1,0 +1,190 @@
+// Command a2awire-bench is `make bench`'s driver: it measures the harness
+// path, cold starts, DynamoDB cost per operation and memory against
+// baselines measured in the same run, reads the Go benchmarks' output (the
+// protocol kit and signing rows, which `make bench` runs first so they do
+// not compete with the load generator), prints one table and writes
+// bench/results.json (and results.md, the same table for the README).
+//
+// It is a measurement tool, not a test: nothing here runs in `make test`
+// except the rendering test.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "a2awire-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	out, gobench, rie, local string
+	conns, rounds, cold      int
+	round                    time.Duration
+	requests                 int64
+	only                     string
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("a2awire-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.out, "out", "bench", "directory for results.json, results.md and the cold-start builds")
+	fs.StringVar(&c.gobench, "gobench", "bench/gobench.txt", "output of go test -bench -benchmem for rows 2 and 5")
+	fs.StringVar(&c.rie, "rie", ".tools/aws-lambda-rie", "the Lambda runtime interface emulator (make tools)")
+	fs.StringVar(&c.local, "local", "bin/a2awire-local", "the built local harness (make local-bin), for the memory row")
+	fs.IntVar(&c.conns, "conns", 16, "connections of the load generator")
+	fs.IntVar(&c.rounds, "rounds", 5, "interleaved rounds per server in the harness row")
+	fs.DurationVar(&c.round, "round", 2*time.Second, "duration of one round")
+	fs.IntVar(&c.cold, "cold", 5, "cold starts per function")
+	fs.Int64Var(&c.requests, "requests", 100_000, "requests before the second memory reading")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,memory,cold,cost,go); default all")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	want := func(s string) bool { return c.only == "" || slices.Contains(strings.Split(c.only, ","), s) }
+	started := time.Now()
+	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", a...) }
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	var rows []Row
+	if want("harness") {
+		progress("1/5 harness path vs bare net/http (%d × %v interleaved rounds each)...", c.rounds, c.round)
+		rows = append(rows, harnessRow(ctx, c.conns, c.rounds, c.round))
+	}
+	if want("go") {
+		progress("2/5 reading the Go benchmarks from %s...", c.gobench)
+		raw, err := os.ReadFile(c.gobench)
+		if err != nil {
+			rows = append(rows, failed(Row{ID: "2", Name: "Go benchmarks"}, fmt.Errorf("%w (make bench runs them first)", err)))
+		} else {
+			stats, err := parseGoBench(bytes.NewReader(raw))
+			if err != nil {
+				return err
+			}
+			rows = append(rows, benchRows(stats, c.gobench)...)
+		}
+	}
+	var server *dynamolocal.Server
+	const table = "a2awire-bench"
+	if want("cold") || want("cost") {
+		progress("starting DynamoDB Local...")
+		s, err := dynamolocal.Start()
+		if err != nil {
+			return fmt.Errorf("DynamoDB Local: %w", err)
+		}
+		defer s.Stop()
+		server = s
+		if err := dynamo.CreateTable(ctx, dynamo.LocalClient(s.Endpoint()), table); err != nil {
+			return fmt.Errorf("create table: %w", err)
+		}
+	}
+	if want("cold") {
+		rie, err := filepath.Abs(c.rie)
+		if err != nil {
+			return err
+		}
+		functions, err := functionFolders()
+		if err != nil {
+			return err
+		}
+		progress("3/5 cold starts: %d functions and the trivial Lambda, %d each under the emulator...", len(functions), c.cold)
+		env := []string{"TABLE_NAME=" + table, "AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
+			"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
+		out, err := filepath.Abs(filepath.Join(c.out, "cold"))
+		if err != nil {
+			return err
+		}
+		rows = append(rows, coldRows(ctx, ".", rie, out, functions, env, c.cold)...)
+	}
+	if want("cost") {
+		progress("4/5 DynamoDB cost per operation on DynamoDB Local...")
+		rows = append(rows, costRows(ctx, server, table)...)
+	}
+	if want("memory") {
+		progress("5/5 memory of %s idle and after %d requests...", c.local, c.requests)
+		rows = append(rows, memoryRows(ctx, c.local, c.conns, c.requests)...)
+	}
+	rows = append(rows, Row{ID: "7", Name: "webhook fan-out: deliveries/s to 100 loopback receivers, p99 event → delivery",
+		Result: "—", Target: "not written yet (issue 12)", Status: NotBuilt})
+
+	rep := Report{Machine: machine(), Started: started.UTC().Format(time.RFC3339), Elapsed: time.Since(started).Round(time.Second).String(), Rows: rows}
+	if err := WriteTable(stdout, rep); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(io.Writer, Report) error{"results.json": WriteJSON, "results.md": WriteMarkdown} {
+		var b bytes.Buffer
+		if err := write(&b, rep); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(c.out, name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "\nwritten: %s, %s\n", filepath.Join(c.out, "results.json"), filepath.Join(c.out, "results.md"))
+	var bad []string
+	for _, r := range rows {
+		if r.Status == Failed {
+			bad = append(bad, r.ID)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("rows %s could not be measured", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// functionFolders lists functions/* (the Lambdas make build builds).
+func functionFolders() ([]string, error) {
+	entries, err := os.ReadDir("functions")
+	if err != nil {
+		return nil, fmt.Errorf("run from the repository root: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no functions/* folders")
+	}
+	return out, nil
+}
+
+// machine names the CPU, core count, OS and Go version the figures belong to.
+func machine() string {
+	cpu := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel := ""
+	if out, err := exec.Command("uname", "-r").Output(); err == nil {
+		kernel = " " + strings.TrimSpace(string(out))
+	}
+	return fmt.Sprintf("%s, %d cores, %s/%s%s, %s", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, kernel, runtime.Version())
+}

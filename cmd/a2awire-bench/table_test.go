@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func sampleReport() Report {
+	return Report{Machine: "test CPU, 2 cores", Started: "2026-12-01T00:00:00Z", Elapsed: "1m0s", Rows: []Row{
+		{ID: "1", Name: "harness path", Result: "0.75 (a | b)", Target: "≥ 0.70", Status: Met, Method: "load generator", Values: map[string]float64{"ratio": 0.75}},
+		{ID: "3a", Name: "cold start: a", Result: "INIT 2 ms", Target: "baseline", Status: Info, Method: "emulator"},
+		{ID: "3b", Name: "cold start: b", Result: "INIT 4 ms", Target: "INIT ≤ 3 ms", Status: Missed, Method: "emulator"},
+		{ID: "7", Name: "webhook fan-out", Result: "—", Target: "issue 12", Status: NotBuilt},
+	}}
+}
+
+// TestWriteTable: one row per measure with its target and status next to
+// the result, then each method once with the ids of the rows it measured.
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	find := func(prefix string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no line starting %q in\n%s", prefix, out)
+		return ""
+	}
+	for _, want := range [][]string{{"1 ", "harness path", "0.75 (a | b)", "≥ 0.70", "ok"}, {"3b ", "INIT 4 ms", "INIT ≤ 3 ms", "MISSED"}, {"7 ", "—", "not built yet"}} {
+		l := find(want[0])
+		for _, w := range want[1:] {
+			if !strings.Contains(l, w) {
+				t.Errorf("row %q lacks %q: %q", want[0], w, l)
+			}
+		}
+	}
+	// Columns line up: every status starts at the header's STATUS column.
+	// (in characters: ≥ is three bytes).
+	at := func(l, s string) int { return utf8.RuneCountInString(l[:strings.Index(l, s)]) }
+	col := at(find("#"), "STATUS")
+	if l := find("3b "); at(l, "MISSED") != col {
+		t.Errorf("STATUS column at %d, MISSED at %d:\n%s", col, at(l, "MISSED"), out)
+	}
+	if !strings.Contains(out, "  3a, 3b: emulator\n") || !strings.Contains(out, "  1: load generator\n") {
+		t.Errorf("methods not listed once with their rows:\n%s", out)
+	}
+	if !strings.Contains(out, "test CPU, 2 cores") {
+		t.Errorf("machine missing:\n%s", out)
+	}
+}
+
+// TestWriteJSON: results.json round-trips to the same report.
+func TestWriteJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	var got Report
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rows) != 4 || got.Rows[0].Values["ratio"] != 0.75 || got.Rows[2].Status != Missed || got.Machine != "test CPU, 2 cores" {
+		t.Errorf("round trip: %+v", got)
+	}
+}
+
+// TestWriteMarkdown: a pipe in a cell is escaped so the row keeps its
+// six columns.
+func TestWriteMarkdown(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if !strings.HasPrefix(l, "|") {
+			continue
+		}
+		if n := strings.Count(strings.ReplaceAll(l, `\|`, ""), "|"); n != 7 {
+			t.Errorf("%d pipes in %q", n, l)
+		}
+	}
+	if !strings.Contains(b.String(), `0.75 (a \| b)`) {
+		t.Errorf("pipe not escaped:\n%s", b.String())
+	}
+}
+
+// TestParseGoBench: medians per benchmark across -count runs, the
+// GOMAXPROCS suffix dropped, other lines ignored.
+func TestParseGoBench(t *testing.T) {
+	in := `goos: linux
+BenchmarkInvoke/kit-2   	  100	     3000 ns/op	  500 B/op	  10 allocs/op
+BenchmarkInvoke/kit-2   	  100	     1000 ns/op	  400 B/op	  10 allocs/op
+BenchmarkInvoke/kit-2   	  100	     2000 ns/op	  450 B/op	  10 allocs/op
+BenchmarkInvoke/baseline-2   	  100	     500 ns/op	  100 B/op	  2 allocs/op
+BenchmarkEd25519Verify   	  100	     50 ns/op	  0 B/op	  0 allocs/op
+PASS
+`
+	got, err := parseGoBench(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := got["BenchmarkInvoke/kit"]; k.NsOp != 2000 || k.BytesOp != 450 || k.AllocsOp != 10 || k.Runs != 3 {
+		t.Errorf("kit: %+v", k)
+	}
+	if e, ok := got["BenchmarkEd25519Verify"]; !ok || e.NsOp != 50 {
+		t.Errorf("ed25519: %+v %v", e, ok)
+	}
+	if len(got) != 3 {
+		t.Errorf("%d benchmarks, want 3: %v", len(got), got)
+	}
+	rows := benchRows(got, "x.txt")
+	if rows[0].Status != Info || rows[0].Values["ratio"] != 4 || rows[0].Values["allocs_op"] != 10 {
+		t.Errorf("row 2a: %+v", rows[0])
+	}
+	if rows[2].Status != Failed {
+		t.Errorf("row 5a without its benchmarks: %+v, want FAILED", rows[2])
+	}
+}
