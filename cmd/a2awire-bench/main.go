@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ type config struct {
 	conns, rounds, cold      int
 	round                    time.Duration
 	requests                 int64
-	only                     string
+	only, cpuprofile         string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.round, "round", 2*time.Second, "duration of one round")
 	fs.IntVar(&c.cold, "cold", 5, "cold starts per function")
 	fs.Int64Var(&c.requests, "requests", 100_000, "requests before the second memory reading")
+	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the harness row (load generator and both servers) to this file")
 	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,memory,cold,cost,go); default all")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,7 +71,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var rows []Row
 	if want("harness") {
 		progress("1/5 harness path vs bare net/http (%d × %v interleaved rounds each)...", c.rounds, c.round)
+		stop, err := startProfile(c.cpuprofile)
+		if err != nil {
+			return err
+		}
 		rows = append(rows, harnessRow(ctx, c.conns, c.rounds, c.round))
+		stop()
 	}
 	if want("go") {
 		progress("2/5 reading the Go benchmarks from %s...", c.gobench)
@@ -151,6 +158,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("rows %s could not be measured", strings.Join(bad, ", "))
 	}
 	return nil
+}
+
+// startProfile starts a CPU profile into path (none when path is empty);
+// the returned function stops it.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // functionFolders lists functions/* (the Lambdas make build builds).

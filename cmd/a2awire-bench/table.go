@@ -67,9 +67,41 @@ func WriteTable(w io.Writer, r Report) error {
 		return err
 	}
 	fmt.Fprintln(w, "\nhow each row was measured:")
+	for _, m := range methods(r.Rows) {
+		if _, err := fmt.Fprintf(w, "  %s: %s\n", m.ids, m.text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteMarkdown renders the same table and methods in Markdown, for the
+// README.
+func WriteMarkdown(w io.Writer, r Report) error {
+	fmt.Fprintf(w, "Measured %s on %s (took %s).\n\n", r.Started, r.Machine, r.Elapsed)
+	fmt.Fprintln(w, "| # | measure | result | target | status |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", row.ID, cell(row.Name), cell(row.Result), cell(row.Target), row.Status)
+	}
+	fmt.Fprintln(w, "\nHow each row was measured:")
+	fmt.Fprintln(w)
+	for _, m := range methods(r.Rows) {
+		if _, err := fmt.Fprintf(w, "- %s: %s\n", m.ids, m.text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type method struct{ ids, text string }
+
+// methods lists each distinct method once, with the ids of its rows, in
+// the order the rows first use them.
+func methods(rows []Row) []method {
 	var order []string
 	ids := map[string][]string{}
-	for _, row := range r.Rows {
+	for _, row := range rows {
 		m := oneLine(row.Method)
 		if m == "" {
 			continue
@@ -79,26 +111,11 @@ func WriteTable(w io.Writer, r Report) error {
 		}
 		ids[m] = append(ids[m], row.ID)
 	}
-	for _, m := range order {
-		if _, err := fmt.Fprintf(w, "  %s: %s\n", strings.Join(ids[m], ", "), m); err != nil {
-			return err
-		}
+	out := make([]method, len(order))
+	for i, m := range order {
+		out[i] = method{ids: strings.Join(ids[m], ", "), text: m}
 	}
-	return nil
-}
-
-// WriteMarkdown renders the report as a Markdown table, for the README.
-func WriteMarkdown(w io.Writer, r Report) error {
-	fmt.Fprintf(w, "Measured %s on %s (took %s).\n\n", r.Started, r.Machine, r.Elapsed)
-	fmt.Fprintln(w, "| # | measure | result | target | status | how measured |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	for _, row := range r.Rows {
-		_, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", row.ID, cell(row.Name), cell(row.Result), cell(row.Target), row.Status, cell(row.Method))
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return out
 }
 
 // WriteJSON writes the report as indented JSON (bench/results.json).
