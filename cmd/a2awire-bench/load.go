@@ -187,7 +187,7 @@ func harnessRow(ctx context.Context, conns, rounds int, round time.Duration) Row
 func memoryRows(ctx context.Context, bin string, conns int, n int64) []Row {
 	idle := Row{ID: "6a", Name: "memory: RSS of the local harness (bin/a2awire-local), idle", Target: "reported (no written target)",
 		Method: "VmRSS from /proc/PID/status 1 s after the harness answers its first request (in-memory store, logs to /dev/null)"}
-	after := Row{ID: "6b", Name: fmt.Sprintf("memory: RSS of the local harness after %d pings", n), Target: "bounded (DESIGN §9); reported",
+	after := Row{ID: "6b", Name: fmt.Sprintf("memory: RSS of the local harness after %d pings", n), Target: "bounded by the harness's limits; reported",
 		Method: fmt.Sprintf("same process, VmRSS right after %d punctual pings from %d connections, and peak VmHWM", n, conns)}
 	fail := func(err error) []Row { return []Row{failed(idle, err), failed(after, err)} }
 	addr, err := freeAddr()
