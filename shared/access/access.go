@@ -1,0 +1,369 @@
+// Package access is the HTTP front of a function that serves several routes
+// of the route table (DESIGN §2, "Routes carry their auth"). A Dispatcher
+// finds the route the gateway matched — the event's routeKey in Lambda,
+// routes.Match elsewhere — and runs that route's handler behind the auth
+// middleware its table entry names: public, signed, member or owner. The
+// kind is read from the table, never chosen per handler, so a route cannot
+// silently lose its check; a route of the table without a handler, or a
+// handler without the hook its kind needs, is an error at start-up.
+//
+// Before any handler runs the body is read once, bounded (413 past the
+// limit), and handed on through Body; signed routes verify it against
+// Content-Digest. The authenticated identity (key, keyid, awnId) is put in
+// the request's context (IdentityFrom). Every failure renders through one
+// apierror renderer per surface: the registry's {error, message} or the
+// worlds' envelope.
+package access
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+)
+
+// DefaultMaxBody is the request body limit when Config.MaxBody is zero
+// (1 MiB, as on the invocation surface).
+const DefaultMaxBody = 1 << 20
+
+// Identity is who signed an authenticated request.
+type Identity struct {
+	KeyID     string
+	AWNID     string
+	PublicKey ed25519.PublicKey
+}
+
+// MemberLookup decides membership on member routes (the worlds): after the
+// signature verifies, the dispatcher asks whether id is a member of the
+// resource the path names; false renders apierror.NotJoined.
+type MemberLookup interface {
+	IsMember(ctx context.Context, params map[string]string, id Identity) (bool, error)
+}
+
+// Route is what a function supplies for one route of the table.
+type Route struct {
+	// Handler serves the route once its auth passed.
+	Handler http.Handler
+	// BodyKey, on signed routes whose body carries the signing key
+	// (registry POST, join, PUT /v0/worlds/{world}), returns that key; the
+	// verifier then requires keyid to be its thumbprint. An *apierror.Error
+	// it returns (e.g. Invalid for a malformed body) is rendered as is.
+	// Without it the route verifies against Config.Keys, the stored keys.
+	BodyKey func(body []byte) (ed25519.PublicKey, error)
+	// Owns is required on owner routes: whether id owns the resource the
+	// path names. False renders 403 forbidden.
+	Owns func(ctx context.Context, params map[string]string, id Identity) (bool, error)
+}
+
+// Config builds a Dispatcher.
+type Config struct {
+	// Function is the functions/ folder whose routes are served.
+	Function string
+	// Table is the routes to serve; nil means routes.ForFunction(Function).
+	// Tests set it to exercise kinds the table does not use yet.
+	Table []routes.Route
+	// Routes holds one Route per table entry, keyed by routes.Route.Key().
+	Routes map[string]Route
+	// Verifier checks signatures; required when any route is not public.
+	Verifier *auth.Verifier
+	// Keys looks up stored keys (registrations, memberships) on signed
+	// routes without BodyKey and on owner and member routes.
+	Keys auth.KeyLookup
+	// Members decides membership; required when a member route is served.
+	Members MemberLookup
+	// Render writes an error in the surface's shape; nil means
+	// apierror.WriteRegistry.
+	Render func(http.ResponseWriter, error)
+	// MaxBody bounds the request body; zero means DefaultMaxBody.
+	MaxBody int64
+	// Log receives server-side failures; nil discards them.
+	Log *slog.Logger
+}
+
+// Dispatcher serves the routes of one function.
+type Dispatcher struct {
+	fn      string
+	byKey   map[string]*bound
+	custom  bool // Config.Table was given: match within it alone
+	render  func(http.ResponseWriter, error)
+	maxBody int64
+	log     *slog.Logger
+}
+
+// bound is one route with its middleware picked.
+type bound struct {
+	route   routes.Route
+	handler http.Handler
+}
+
+// New checks cfg against the table and wraps every route's handler in the
+// middleware its auth kind names.
+func New(cfg Config) (*Dispatcher, error) {
+	table := cfg.Table
+	if table == nil {
+		table = routes.ForFunction(cfg.Function)
+	}
+	if len(table) == 0 {
+		return nil, fmt.Errorf("access: function %q serves no route of the table", cfg.Function)
+	}
+	d := &Dispatcher{fn: cfg.Function, byKey: map[string]*bound{}, custom: cfg.Table != nil, render: cfg.Render, maxBody: cfg.MaxBody, log: cfg.Log}
+	if d.render == nil {
+		d.render = apierror.WriteRegistry
+	}
+	if d.maxBody <= 0 {
+		d.maxBody = DefaultMaxBody
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	for _, r := range table {
+		spec, ok := cfg.Routes[r.Key()]
+		if !ok || spec.Handler == nil {
+			return nil, fmt.Errorf("access: route %s of function %q has no handler", r.Key(), cfg.Function)
+		}
+		h, err := d.wrap(cfg, r, spec)
+		if err != nil {
+			return nil, fmt.Errorf("access: route %s: %w", r.Key(), err)
+		}
+		d.byKey[r.Key()] = &bound{route: r, handler: h}
+	}
+	for key := range cfg.Routes {
+		if d.byKey[key] == nil {
+			return nil, fmt.Errorf("access: handler for %s, which is not a route of function %q", key, cfg.Function)
+		}
+	}
+	return d, nil
+}
+
+// wrap picks the middleware of r.Auth.
+func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler, error) {
+	if r.Auth != routes.Public && cfg.Verifier == nil {
+		return nil, fmt.Errorf("auth %s needs a Verifier", r.Auth)
+	}
+	stored := func(*http.Request, []byte) (auth.KeyLookup, error) {
+		if cfg.Keys == nil {
+			return nil, errors.New("no key lookup configured")
+		}
+		return cfg.Keys, nil
+	}
+	switch r.Auth {
+	case routes.Public:
+		return spec.Handler, nil
+	case routes.Signed:
+		keys := stored
+		if spec.BodyKey != nil {
+			keys = func(_ *http.Request, body []byte) (auth.KeyLookup, error) {
+				pub, err := spec.BodyKey(body)
+				if err != nil {
+					return nil, err
+				}
+				return auth.BodyKey(pub), nil
+			}
+		} else if cfg.Keys == nil {
+			return nil, errors.New("signed route needs BodyKey or Config.Keys")
+		}
+		return d.signed(cfg.Verifier, keys, nil, spec.Handler), nil
+	case routes.Owner:
+		if cfg.Keys == nil || spec.Owns == nil {
+			return nil, errors.New("owner route needs Config.Keys and an Owns check")
+		}
+		check := func(r *http.Request, id Identity) error {
+			ok, err := spec.Owns(r.Context(), Params(r), id)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return apierror.New(apierror.Forbidden, "the signing key does not own this resource")
+			}
+			return nil
+		}
+		return d.signed(cfg.Verifier, stored, check, spec.Handler), nil
+	case routes.Member:
+		if cfg.Keys == nil || cfg.Members == nil {
+			return nil, errors.New("member route needs Config.Keys and Config.Members")
+		}
+		check := func(r *http.Request, id Identity) error {
+			ok, err := cfg.Members.IsMember(r.Context(), Params(r), id)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return apierror.New(apierror.NotJoined, "the signing key is not a member")
+			}
+			return nil
+		}
+		return d.signed(cfg.Verifier, stored, check, spec.Handler), nil
+	}
+	return nil, fmt.Errorf("unknown auth kind %q", r.Auth)
+}
+
+// signed verifies the request's signature with the key lookup keys gives,
+// runs check (ownership, membership) on the identity, and only then next.
+func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (auth.KeyLookup, error),
+	check func(*http.Request, Identity) error, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := Body(r)
+		lookup, err := keys(r, body)
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		ver, err := v.Verify(r.Context(), r, body, lookup)
+		if err != nil {
+			d.fail(w, r, authError(err))
+			return
+		}
+		id := Identity{KeyID: ver.KeyID, AWNID: ver.AWNID, PublicKey: ver.PublicKey}
+		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
+		if check != nil {
+			if err := check(r, id); err != nil {
+				d.fail(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authError maps an *auth.Error to the apierror kind of its auth kind; the
+// message of a 401 names the rule that failed.
+func authError(err error) error {
+	var ae *auth.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch ae.Kind {
+	case auth.Unauthorized:
+		return &apierror.Error{Kind: apierror.Unauthorized, Message: ae.Message, Err: err}
+	case auth.Unavailable:
+		return &apierror.Error{Kind: apierror.Unavailable, Message: "temporarily unavailable; retry", Err: err}
+	}
+	return apierror.Wrap(apierror.Internal, err, "internal error; try again later")
+}
+
+// fail renders err and logs it when it is the server's fault.
+func (d *Dispatcher) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if e := apierror.From(err); e.Kind == apierror.Internal || e.Kind == apierror.Unavailable {
+		d.log.ErrorContext(r.Context(), "request failed", "function", d.fn, "route", RouteOf(r).Key(), "err", err)
+	}
+	d.render(w, err)
+}
+
+// ServeHTTP finds the matched route, reads the body, and runs the route's
+// wrapped handler; a request for no route of this function gets 404.
+func (d *Dispatcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, params, ok := d.match(r)
+	if !ok {
+		d.render(w, apierror.New(apierror.NotFound, "no route %s %s", r.Method, apierror.Quote(r.URL.Path)))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			d.render(w, apierror.New(apierror.TooLarge, "the request body is over %d bytes", d.maxBody))
+			return
+		}
+		d.render(w, apierror.New(apierror.Invalid, "the request body could not be read"))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	ctx := context.WithValue(r.Context(), requestKey{}, &request{route: b.route, params: params, body: body})
+	b.handler.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// match returns the route the gateway matched: the routeKey of the API
+// Gateway event behind the Lambda adapter, else the table's own matching.
+// Path parameters come from the matched pattern, unescaped per segment as
+// API Gateway passes them.
+func (d *Dispatcher) match(r *http.Request) (*bound, map[string]string, bool) {
+	var b *bound
+	if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && rc.RouteKey != "" {
+		b = d.byKey[rc.RouteKey]
+	} else if !d.custom {
+		// The whole table decides, as API Gateway does: a more specific
+		// route of another function must not land here.
+		if rt, _, ok := routes.Match(r.Method, r.URL.EscapedPath()); ok {
+			b = d.byKey[rt.Key()]
+		}
+	} else {
+		best := -1
+		for _, cand := range d.byKey {
+			if cand.route.Method != "ANY" && cand.route.Method != r.Method {
+				continue
+			}
+			if _, score, ok := routes.MatchPattern(cand.route.Path, r.URL.EscapedPath()); ok {
+				score *= 2
+				if cand.route.Method != "ANY" {
+					score++
+				}
+				if score > best {
+					b, best = cand, score
+				}
+			}
+		}
+	}
+	if b == nil {
+		return nil, nil, false
+	}
+	raw, _, ok := routes.MatchPattern(b.route.Path, r.URL.EscapedPath())
+	if !ok {
+		return nil, nil, false
+	}
+	params := make(map[string]string, len(raw))
+	for k, v := range raw {
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
+		params[k] = v
+	}
+	return b, params, true
+}
+
+type (
+	identityKey struct{}
+	requestKey  struct{}
+)
+
+// request is what the dispatcher learned about a request.
+type request struct {
+	route  routes.Route
+	params map[string]string
+	body   []byte
+}
+
+func requestOf(r *http.Request) *request {
+	if v, ok := r.Context().Value(requestKey{}).(*request); ok {
+		return v
+	}
+	return &request{}
+}
+
+// IdentityFrom returns the identity that signed the request, on signed,
+// owner and member routes.
+func IdentityFrom(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
+
+// Body returns the request body the dispatcher read (nil outside one).
+func Body(r *http.Request) []byte { return requestOf(r).body }
+
+// Params returns the path parameters of the matched route.
+func Params(r *http.Request) map[string]string { return requestOf(r).params }
+
+// Param returns one path parameter of the matched route.
+func Param(r *http.Request, name string) string { return requestOf(r).params[name] }
+
+// RouteOf returns the matched route of the table.
+func RouteOf(r *http.Request) routes.Route { return requestOf(r).route }

@@ -1,0 +1,38 @@
+package access
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/protocol"
+)
+
+// DecodeJSON decodes a request body into v (a pointer to a struct) under
+// DESIGN §2's strict rules, reusing the invocation kit's checker: one JSON
+// object, valid UTF-8, no key repeated at any depth, keys matched to fields
+// case-sensitively (other keys are ignored). Every failure is an apierror
+// Invalid (400 invalid_input on the registry, INVALID_REQUEST on worlds)
+// whose message says what was wrong.
+func DecodeJSON(body []byte, v any) error {
+	if err := protocol.CheckJSON(body); err != nil {
+		var je *protocol.JSONError
+		if errors.As(err, &je) {
+			return apierror.New(apierror.Invalid, "the body is not valid JSON: %s", je.Msg)
+		}
+		return apierror.New(apierror.Invalid, "the body is not valid JSON")
+	}
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return apierror.New(apierror.Invalid, "the body must be a JSON object")
+	}
+	if err := protocol.DecodeInput(body, v); err != nil {
+		msg := "the body has a value of the wrong type"
+		var pe *protocol.Error
+		if errors.As(err, &pe) && strings.HasPrefix(pe.Message, "input.") {
+			msg = strings.TrimPrefix(pe.Message, "input.")
+		}
+		return &apierror.Error{Kind: apierror.Invalid, Message: msg, Err: err}
+	}
+	return nil
+}
