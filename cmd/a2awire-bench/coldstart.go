@@ -143,12 +143,21 @@ func firstEvent(t coldTarget) events.APIGatewayV2HTTPRequest {
 		"fixture-translator": `{"task":"translation","input":{"text":"good morning","target_lang":"es"}}`,
 		"fixture-ledger":     `{"task":"balance","input":{"account":"bench"}}`,
 	}
+	// Otherwise the function's first GET route without parameters (a read
+	// a client would send first), else its first route.
 	method, path, body := "GET", "/", ""
-	if rs := routes.ForFunction(t.name); len(rs) > 0 {
+	rs := routes.ForFunction(t.name)
+	if len(rs) > 0 {
 		method, path = rs[0].Method, rs[0].Path
-		if method == "ANY" || method == "" {
-			method = "POST"
+	}
+	for _, r := range rs {
+		if r.Method == "GET" && !strings.Contains(r.Path, "{") {
+			method, path = r.Method, r.Path
+			break
 		}
+	}
+	if method == "ANY" || method == "" {
+		method = "POST"
 	}
 	if b, ok := bodies[t.name]; ok {
 		method, body = "POST", b
@@ -169,14 +178,13 @@ func firstEvent(t coldTarget) events.APIGatewayV2HTTPRequest {
 // coldRows is row 3: every function and the trivial Lambda, built for the
 // host, started n times each under the emulator (rounds interleaved), and
 // every Lambda build's size.
-func coldRows(ctx context.Context, root, rie, dir string, functions []string, ledgerEnv []string, n int) []Row {
+func coldRows(ctx context.Context, root, rie, dir string, functions []string, tableEnv []string, n int) []Row {
 	var rows []Row
 	targets := []coldTarget{{name: helloName, pkg: "./cmd/a2awire-bench/hello", fn: routes.Function{Name: "hello"}}}
 	for _, f := range functions {
-		t := coldTarget{name: f, pkg: "./functions/" + f, fn: routes.Config(f)}
-		if f == "fixture-ledger" {
-			t.env = ledgerEnv
-		}
+		// Every function gets the table's variables, as the deploy gives
+		// TABLE_NAME to those that use it; the others ignore them.
+		t := coldTarget{name: f, pkg: "./functions/" + f, fn: routes.Config(f), env: tableEnv}
 		targets = append(targets, t)
 	}
 	for i := range targets {
@@ -229,8 +237,9 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, le
 			continue
 		}
 		in, first := median(t.name, initOf), median(t.name, firstOf)
-		row.Values = map[string]float64{"init_ms": ms(in), "first_response_ms": ms(first)}
-		row.Result = fmt.Sprintf("INIT %.2f ms (%.2f×), first response %.1f ms", ms(in), float64(in)/float64(base), ms(first))
+		lo, hi := spread(samples[t.name], initOf)
+		row.Values = map[string]float64{"init_ms": ms(in), "init_min_ms": ms(lo), "init_max_ms": ms(hi), "first_response_ms": ms(first)}
+		row.Result = fmt.Sprintf("INIT %.2f ms (%.2f×; runs %.2f–%.2f ms), first response %.1f ms", ms(in), float64(in)/float64(base), ms(lo), ms(hi), ms(first))
 		row.Status = Info
 		if i > 0 && base > 0 {
 			row.Values["init_ratio"] = float64(in) / float64(base)
@@ -257,6 +266,19 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, le
 		Target: "each ≤ 12 MB", Status: within(ok), Values: vals,
 		Method: "stat of make build's linux/arm64 outputs (CGO off, -trimpath, -s -w, lambda.norpc)"})
 	return rows
+}
+
+// spread is the smallest and largest of the samples' picked durations,
+// shown next to the median since a shared machine makes single starts noisy.
+func spread(samples []coldSample, pick func(coldSample) time.Duration) (lo, hi time.Duration) {
+	for i, s := range samples {
+		d := pick(s)
+		if i == 0 || d < lo {
+			lo = d
+		}
+		hi = max(hi, d)
+	}
+	return lo, hi
 }
 
 // syncBuffer is a bytes.Buffer safe for the emulator's two output streams.
