@@ -15,6 +15,13 @@
 //	                     -c reservedConcurrency=fixture-ledger=20,fixture-messy=5
 //	accountConcurrency   the account's Lambda concurrency quota, default 1000;
 //	                     the reservations must leave 100 of it unreserved
+//	networkPublicKey     the network's Ed25519 public key, std base64: set as
+//	                     NETWORK_PUBLIC_KEY on the functions that declare it
+//	                     (the registry) and the owner of the fixtures, which
+//	                     functions/registry-seed registers on every deploy as
+//	                     a custom resource (stack.Seeding says why). Unset,
+//	                     the app synthesizes without the registration and
+//	                     says so, so that `make synth` needs no key.
 //
 // cdk.json also sets the feature flags that the aws-cdk-lib in go.mod
 // recommends (its CURRENTLY_RECOMMENDED_FLAGS, what `cdk init` writes); the
@@ -25,6 +32,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/a2awire/a2awire/infra/internal/repo"
 	"github.com/a2awire/a2awire/infra/stack"
@@ -32,6 +40,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 )
+
+// seedFunction is the function folder whose handler registers the fixtures
+// at deploy.
+const seedFunction = "registry-seed"
 
 func main() {
 	err := run()
@@ -79,6 +91,16 @@ func run() error {
 			return fmt.Errorf("accountConcurrency: %w", err)
 		}
 	}
+	networkKey := contextString(app, "networkPublicKey", "")
+	var seeding *stack.Seeding
+	switch {
+	case !slices.Contains(folders, seedFunction):
+	case networkKey == "":
+		fmt.Fprintf(os.Stderr, "infra: warning: no networkPublicKey context value, so the fixtures are not registered at deploy "+
+			"and the registry serves no network key; deploy with -c networkPublicKey=<std base64 Ed25519 public key>\n")
+	default:
+		seeding = &stack.Seeding{Function: seedFunction, Digest: stack.CatalogDigest()}
+	}
 	stack.Nag(app, true)
 	if _, err := stack.New(app, stack.Props{
 		Stage:               contextString(app, "stage", "dev"),
@@ -88,6 +110,8 @@ func run() error {
 		AssetDir:            func(name string) string { return filepath.Join(buildDir, name) },
 		ReservedConcurrency: reserved,
 		AccountConcurrency:  account,
+		NetworkPublicKey:    networkKey,
+		Seed:                seeding,
 	}); err != nil {
 		return err
 	}

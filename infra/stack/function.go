@@ -119,6 +119,9 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 
 	env := map[string]*string{}
 	for k, v := range fn.Env {
+		if k == NetworkPublicKeyEnv && v == "" {
+			v = s.networkKey
+		}
 		env[k] = jsii.String(v)
 	}
 	if access > routes.NoTable {
@@ -146,7 +149,9 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 	s.Functions[fn.Name] = f
 	s.Roles[fn.Name] = role
 	suppress(f, nagFunctionTracing)
-	if !slices.ContainsFunc(fn.Triggers, func(tr routes.Trigger) bool { return tr.Kind == routes.ScheduleTrigger }) {
+	if fn.Name == s.seedFunction {
+		suppress(f, nagFunctionDLQCustomResource)
+	} else if !slices.ContainsFunc(fn.Triggers, func(tr routes.Trigger) bool { return tr.Kind == routes.ScheduleTrigger }) {
 		// Only the schedule invokes a function asynchronously; HTTP and
 		// stream invocations are synchronous, where a DLQ never fires.
 		suppress(f, nagFunctionDLQSync)

@@ -56,6 +56,12 @@ var (
 		Reason: "The only asynchronous invocation is the EventBridge schedule tick, which carries no data: a lost " +
 			"tick is made up by the next one, so there is nothing a dead-letter queue could hold for replay.",
 	}
+	nagFunctionDLQCustomResource = NagSuppression{
+		ID: "Serverless-LambdaDLQ",
+		Reason: "CloudFormation invokes this custom-resource handler once per deploy and waits for its answer at a " +
+			"presigned response URL: an invocation that fails fails (and rolls back) the deploy, which is simply run " +
+			"again, so a dead-letter queue would only hold events whose response URLs have expired.",
+	}
 	nagScheduleDLQ = NagSuppression{
 		ID: "Serverless-EventBusDLQ",
 		Reason: "The rule is a schedule whose events carry no data and whose target retries are off on purpose " +

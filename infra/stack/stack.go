@@ -62,6 +62,12 @@ type Props struct {
 	// account and region; 0 means DefaultAccountConcurrency. The
 	// reservations must leave MinUnreservedConcurrency of it unreserved.
 	AccountConcurrency int
+	// NetworkPublicKey is the network's Ed25519 public key, std base64
+	// (context networkPublicKey): the value of NetworkPublicKeyEnv on the
+	// functions that declare it, and the fixtures' owner. Empty: none.
+	NetworkPublicKey string
+	// Seed, when set, registers the fixtures at deploy (see Seeding).
+	Seed *Seeding
 }
 
 // Stack is the synthesized stack with handles on what tests need to find in
@@ -79,6 +85,11 @@ type Stack struct {
 	FailureQueues map[string]awssqs.Queue
 	// Reserved is the reserved concurrency each function was given.
 	Reserved map[string]int
+	// Seeding is the fixtures' registration (nil without Props.Seed).
+	Seeding awscdk.CustomResource
+
+	networkKey   string
+	seedFunction string
 }
 
 // Name is the CloudFormation stack name of a stage.
@@ -108,6 +119,10 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 		Roles:         map[string]awsiam.Role{},
 		FailureQueues: map[string]awssqs.Queue{},
 		Reserved:      reservations(props),
+		networkKey:    props.NetworkPublicKey,
+	}
+	if props.Seed != nil {
+		s.seedFunction = props.Seed.Function
 	}
 	prod := props.Stage == ProdStage
 	s.Table = newTable(st, props.Table, prod)
@@ -136,6 +151,10 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 			Integration: in,
 		})
 		suppress(route, nagRouteAuth)
+	}
+
+	if props.Seed != nil {
+		s.Seeding = s.addSeeding(*props.Seed, props.NetworkPublicKey)
 	}
 
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{

@@ -107,6 +107,7 @@ func validate(p Props) error {
 		}
 		seen[shape] = r.Key()
 	}
+	errs = append(errs, validateSeeding(p, fns, accessByFunction(p))...)
 	if len(errs) > 0 {
 		return fmt.Errorf("stack inputs: %s", strings.Join(errs, "; "))
 	}

@@ -1,0 +1,92 @@
+package stack
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/a2awire/a2awire/shared/fixtures"
+	"github.com/a2awire/a2awire/shared/fixtures/seed"
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// NetworkPublicKeyEnv is the variable that carries the network's public
+// key (std base64). The deploy fills it on every function whose Env
+// declares it (with an empty value) in the function table.
+const NetworkPublicKeyEnv = "NETWORK_PUBLIC_KEY"
+
+// SeedResourceType is the CloudFormation type of the fixtures' registration.
+const SeedResourceType = "Custom::FixtureRegistrations"
+
+// Seeding registers the fixtures at deploy (DESIGN §4). It is a custom
+// resource rather than a step `make deploy` runs after `cdk deploy`: the
+// stack already knows the stage URL and the table, so the registration is
+// part of the deploy itself (a plain `cdk deploy`, a pipeline or a
+// rollback included), it runs inside AWS with the function's narrow role
+// instead of the deployer's credentials, and a failure (a fixture name held
+// by another key) fails the deploy with the reason in CloudFormation's
+// events instead of after a "successful" deploy.
+type Seeding struct {
+	// Function runs as the custom resource's handler (seed.CustomResource);
+	// it must be one of Props.Functions with read-write table access.
+	Function string
+	// Digest changes whenever what is registered changes (the fixture
+	// catalog; see CatalogDigest): a custom resource is only invoked again
+	// when a property changes.
+	Digest string
+}
+
+// CatalogDigest is a digest of the fixture catalog, for Seeding.Digest.
+func CatalogDigest() string {
+	b, err := json.Marshal(fixtures.All())
+	if err != nil {
+		panic(err) // plain data always marshals
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// addSeeding adds the custom resource that registers the fixtures below
+// the stage's URL, owned by the network key, once the table exists and the
+// function may write to it.
+func (s *Stack) addSeeding(sd Seeding, networkKey string) awscdk.CustomResource {
+	fn := s.Functions[sd.Function]
+	cr := awscdk.NewCustomResource(s.Stack, jsii.String("FixtureRegistrations"), &awscdk.CustomResourceProps{
+		ServiceToken: fn.FunctionArn(),
+		ResourceType: jsii.String(SeedResourceType),
+		Properties: &map[string]any{
+			seed.PropAPIURL:           s.APIStage.Url(),
+			seed.PropNetworkPublicKey: networkKey,
+			"Catalog":                 sd.Digest,
+		},
+	})
+	// Explicit, as the function's ARN alone would not wait for the table
+	// or for the role's grants on it.
+	cr.Node().AddDependency(s.Table, s.Roles[sd.Function])
+	return cr
+}
+
+// validateSeeding checks the seeding inputs against the functions.
+func validateSeeding(p Props, fns map[string]routes.Function, access map[string]routes.Access) []string {
+	var errs []string
+	if p.NetworkPublicKey != "" {
+		if _, err := seed.ParsePublicKey(p.NetworkPublicKey); err != nil {
+			errs = append(errs, fmt.Sprintf("network public key: %v", err))
+		}
+	}
+	if p.Seed == nil {
+		return errs
+	}
+	if p.NetworkPublicKey == "" {
+		errs = append(errs, "seeding the fixtures needs the network public key (-c networkPublicKey=<base64>)")
+	}
+	if _, ok := fns[p.Seed.Function]; !ok {
+		errs = append(errs, fmt.Sprintf("seed function %q is not among the functions", p.Seed.Function))
+	} else if access[p.Seed.Function] != routes.ReadWrite {
+		errs = append(errs, fmt.Sprintf("seed function %q needs read-write table access, has %s", p.Seed.Function, access[p.Seed.Function]))
+	}
+	return errs
+}

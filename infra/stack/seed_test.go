@@ -1,0 +1,133 @@
+package stack_test
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/a2awire/a2awire/infra/stack"
+	"github.com/a2awire/a2awire/shared/fixtures/seed"
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Extra inputs for the seeding: the custom resource's handler (no routes,
+// read-write) and a function that declares the network key variable.
+var (
+	seeder = routes.Function{Name: "test-seed", MemoryMB: 128, TimeoutSeconds: 60, Table: routes.ReadWrite}
+	keyed  = routes.Function{Name: "test-keyed", MemoryMB: 128, TimeoutSeconds: 10,
+		Env: map[string]string{stack.NetworkPublicKeyEnv: ""}}
+)
+
+func networkKey(t *testing.T) string {
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(pub)
+}
+
+// TestSeededStack deploys the fixtures' registration as a custom resource
+// and checks its wiring, its function's grants and cdk-nag.
+func TestSeededStack(t *testing.T) {
+	props := checkoutProps(t, "dev")
+	props.Functions = append(props.Functions, seeder, keyed)
+	key := networkKey(t)
+	props.NetworkPublicKey = key
+	props.Seed = &stack.Seeding{Function: seeder.Name, Digest: stack.CatalogDigest()}
+	s := synth(t, props)
+	checkCommon(t, s)
+
+	fnID := s.logicalID(t, s.stack.Functions[seeder.Name])
+	tableID := s.logicalID(t, s.stack.Table)
+	t.Run("custom resource", func(t *testing.T) {
+		checkAssertion(t, "one registration resource", func() {
+			s.template.ResourceCountIs(jsii.String(stack.SeedResourceType), jsii.Number(1))
+		})
+		checkAssertion(t, "its handler, the API URL, the key and the catalog", func() {
+			s.template.HasResourceProperties(jsii.String(stack.SeedResourceType), map[string]any{
+				"ServiceToken":            map[string]any{"Fn::GetAtt": []any{fnID, "Arn"}},
+				seed.PropNetworkPublicKey: key,
+				"Catalog":                 stack.CatalogDigest(),
+			})
+		})
+		checkAssertion(t, "depends on the table", func() {
+			s.template.HasResource(jsii.String(stack.SeedResourceType), map[string]any{
+				"DependsOn": assertions.Match_ArrayWith(&[]any{tableID}),
+			})
+		})
+		var api map[string]any
+		for _, r := range s.ofType(stack.SeedResourceType) {
+			api, _ = r.Properties[seed.PropAPIURL].(map[string]any)
+		}
+		// The stage URL: https://<api id>.execute-api.<region>.<suffix>/
+		joined, _ := api["Fn::Join"].([]any)
+		if len(joined) != 2 || !strings.Contains(jsonString(t, joined[1]), s.logicalID(t, s.stack.API)) ||
+			!strings.Contains(jsonString(t, joined[1]), "execute-api") {
+			t.Errorf("%s = %v, want the HTTP API's stage URL", seed.PropAPIURL, api)
+		}
+	})
+	t.Run("seed function has table read-write and no more", func(t *testing.T) {
+		sts := s.policyStatements(s.logicalID(t, s.stack.Roles[seeder.Name]))
+		if got, want := dynamoActions(sts), sorted(readActions, writeActions); !slices.Equal(got, want) {
+			t.Errorf("dynamodb actions %v, want %v", got, want)
+		}
+		for _, st := range sts {
+			for _, a := range st.Actions {
+				if !strings.HasPrefix(a, "dynamodb:") && !strings.HasPrefix(a, "logs:") {
+					t.Errorf("seed function may also %s", a)
+				}
+			}
+		}
+	})
+	t.Run("network key reaches the functions that declare it", func(t *testing.T) {
+		checkAssertion(t, "test-keyed env", func() {
+			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+				"Description": "a2awire dev test-keyed",
+				"Environment": map[string]any{"Variables": map[string]any{stack.NetworkPublicKeyEnv: key}},
+			})
+		})
+	})
+}
+
+func TestSeedingValidation(t *testing.T) {
+	base := func() stack.Props {
+		p := checkoutProps(t, "dev")
+		p.Functions = append(p.Functions, seeder)
+		p.NetworkPublicKey = networkKey(t)
+		p.Seed = &stack.Seeding{Function: seeder.Name, Digest: "d"}
+		p.AssetDir = func(string) string { return t.TempDir() }
+		return p
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*stack.Props)
+		want   string
+	}{
+		{"no key", func(p *stack.Props) { p.NetworkPublicKey = "" }, "needs the network public key"},
+		{"bad key", func(p *stack.Props) { p.NetworkPublicKey = "AAAA" }, "network public key: 3 bytes"},
+		{"unknown function", func(p *stack.Props) { p.Seed.Function = "nope" }, `seed function "nope" is not among`},
+		{"read-only function", func(p *stack.Props) { p.Functions[len(p.Functions)-1].Table = routes.ReadOnly }, "needs read-write"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := base()
+			c.change(&p)
+			_, err := stack.New(nil, p)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func jsonString(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
