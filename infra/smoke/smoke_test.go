@@ -5,6 +5,7 @@ package smoke
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,6 +210,66 @@ func cases() []smokeCase {
 				},
 			},
 		},
+		registryCase(),
+	}
+}
+
+// registryCase runs the registry's main against DynamoDB Local: the
+// network card, a profile lookup that reads the table, and discovery.
+func registryCase() smokeCase {
+	return smokeCase{
+		function: "registry",
+		env:      registryEnv,
+		invokes: []invocation{
+			{
+				method: "GET", path: "/.well-known/agent-card.json",
+				status: http.StatusOK,
+				check: func(t *testing.T, body map[string]any) {
+					if skills, _ := body["skills"].([]any); body["name"] != "a2awire" || len(skills) == 0 {
+						t.Errorf("card %v, want a2awire with skills", body)
+					}
+				},
+			},
+			{
+				method: "GET", path: "/api/v1/agents/nobody",
+				status: http.StatusNotFound,
+				check:  checkError("not_found"),
+			},
+			{
+				method: "GET", path: "/api/v1/agents",
+				status: http.StatusOK,
+				check: func(t *testing.T, body map[string]any) {
+					if agents, ok := body["agents"].([]any); !ok || len(agents) != 0 {
+						t.Errorf("discovery %v, want no agents", body)
+					}
+				},
+			},
+		},
+	}
+}
+
+// registryEnv points the registry's main at a fresh table in DynamoDB
+// Local, with a network key.
+func registryEnv(t *testing.T) []string {
+	t.Helper()
+	server, err := dynamolocal.Start()
+	if err != nil {
+		t.Fatalf("DynamoDB Local: %v", err)
+	}
+	t.Cleanup(server.Stop)
+	const table = "a2awire-smoke-registry"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dynamo.CreateTable(ctx, dynamo.LocalClient(server.Endpoint()), table); err != nil {
+		t.Fatalf("create table: %v", err)
+	}
+	return []string{
+		"TABLE_NAME=" + table,
+		"NETWORK_PUBLIC_KEY=" + base64.StdEncoding.EncodeToString(make([]byte, 32)),
+		"AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
+		"AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=local",
+		"AWS_SECRET_ACCESS_KEY=local",
 	}
 }
 
@@ -516,10 +577,13 @@ func header(resp events.APIGatewayV2HTTPResponse, name string) string {
 }
 
 // apiEvent is the event API Gateway's HTTP API sends for inv on the route
-// `ANY <path>` (payload format 2.0).
+// of the table it matches (`ANY <path>` when none; payload format 2.0).
 func apiEvent(inv invocation) events.APIGatewayV2HTTPRequest {
 	now := time.Now().UTC()
 	routeKey := "ANY " + inv.path
+	if r, _, ok := routes.Match(inv.method, inv.path); ok {
+		routeKey = r.Key()
+	}
 	headers := map[string]string{"host": "example.execute-api.us-east-1.amazonaws.com", "user-agent": "a2awire-smoke"}
 	if inv.body != "" {
 		headers["content-type"] = "application/json"

@@ -7,6 +7,8 @@ package harness
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,11 +22,13 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-punctual/punctual"
 	"github.com/a2awire/a2awire/functions/fixture-translator/llm"
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
+	"github.com/a2awire/a2awire/functions/registry/registryapi"
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // Options are the dependencies the harness hands to the functions, the
@@ -51,6 +55,13 @@ type Options struct {
 	NewTicker func(time.Duration) cloud.Ticker
 	// Backoff is the stream triggers' retry wait; zero means the default.
 	Backoff cloud.Backoff
+	// NetworkKey is the network's own signing key; the registry serves its
+	// public half at /.well-known/http-message-signatures-directory. New
+	// generates one when nil.
+	NetworkKey ed25519.PrivateKey
+	// BaseURL is the public URL the registry's Agent Card names; empty
+	// means each request's forwarded proto and Host.
+	BaseURL string
 }
 
 // Function is one function as the harness runs it.
@@ -75,7 +86,25 @@ func Handlers(o Options, st store.Store) map[string]any {
 		"fixture-messy":      lambdahttp.Entry(messy.New(o.Log)),
 		"fixture-punctual":   lambdahttp.Entry(punctual.New(o.Log)),
 		"fixture-translator": lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
+		"registry":           registryEntry(o, st),
 	}
+}
+
+// registryEntry is the registry's entry, with http:// endpoints allowed as
+// DESIGN §5 allows them locally. A handler that cannot be built answers
+// every invocation with the error, as a Lambda whose init failed.
+func registryEntry(o Options, st store.Store) any {
+	var pub ed25519.PublicKey
+	if o.NetworkKey != nil {
+		pub, _ = o.NetworkKey.Public().(ed25519.PublicKey)
+	}
+	h, err := registryapi.New(registryapi.Options{Log: o.Log, Store: st, NetworkKey: pub, BaseURL: o.BaseURL, AllowInsecureEndpoints: true})
+	if err != nil {
+		return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
+	return lambdahttp.Entry(h)
 }
 
 // StreamConsumers returns the names of the functions with a stream trigger,
@@ -109,7 +138,13 @@ type Harness struct {
 	kinds    map[string][]routes.TriggerKind
 	closers  []func() error
 	log      *slog.Logger
+	// networkKey is the network's signing key (Options.NetworkKey).
+	networkKey ed25519.PrivateKey
 }
+
+// NetworkKey returns the network's signing key: the one given in Options
+// or the one New generated.
+func (h *Harness) NetworkKey() ed25519.PrivateKey { return h.networkKey }
 
 // Close releases what New made itself (the in-memory store when Options
 // had none).
@@ -131,6 +166,15 @@ func New(o Options) (_ *Harness, err error) {
 	if st == nil {
 		st = memory.New()
 	}
+	if o.NetworkKey == nil {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("harness: network key: %w", err)
+		}
+		o.NetworkKey = priv
+	} else if len(o.NetworkKey) != ed25519.PrivateKeySize {
+		return nil, errors.New("harness: network key is not an Ed25519 private key")
+	}
 	feed := o.Feed
 	if feed == nil {
 		feed, _ = st.(store.Feed)
@@ -140,7 +184,7 @@ func New(o Options) (_ *Harness, err error) {
 		fns = append(fns, Function{Name: name, Handler: h, Config: routes.Config(name)})
 	}
 	fns = append(fns, o.Extra...)
-	h := &Harness{entries: map[string]*cloud.Entry{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}}
+	h := &Harness{entries: map[string]*cloud.Entry{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}, networkKey: o.NetworkKey}
 	if o.Store == nil {
 		h.closers = append(h.closers, st.(*memory.Store).Close)
 	}

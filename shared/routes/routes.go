@@ -128,6 +128,17 @@ var table = []Route{
 	{Method: "ANY", Path: "/agents/a2awire-messy/invoke", Function: "fixture-messy", Auth: Public, Table: NoTable},
 	{Method: "ANY", Path: "/agents/a2awire-translator/invoke", Function: "fixture-translator", Auth: Public, Table: NoTable},
 	{Method: "ANY", Path: "/agents/a2awire-ledger/invoke", Function: "fixture-ledger", Auth: Public, Table: ReadWrite},
+
+	// The registry (DESIGN §5), the key directories (§7) and the network
+	// Agent Card (§6). Registering writes the nonce guard too.
+	{Method: "POST", Path: "/api/v1/agents", Function: "registry", Auth: Signed, Table: ReadWrite},
+	{Method: "GET", Path: "/api/v1/agents", Function: "registry", Auth: Public, Table: ReadOnly},
+	{Method: "GET", Path: "/api/v1/agents/{name}", Function: "registry", Auth: Public, Table: ReadOnly},
+	{Method: "PUT", Path: "/api/v1/agents/{name}/presence", Function: "registry", Auth: Owner, Table: ReadWrite},
+	{Method: "GET", Path: "/api/v1/keys/{keyid}", Function: "registry", Auth: Public, Table: ReadOnly},
+	{Method: "GET", Path: "/.well-known/http-message-signatures-directory", Function: "registry", Auth: Public, Table: NoTable},
+	{Method: "GET", Path: "/.well-known/agent-card.json", Function: "registry", Auth: Public, Table: NoTable},
+	{Method: "GET", Path: "/.well-known/agent.json", Function: "registry", Auth: Public, Table: NoTable},
 }
 
 // functions holds per-function settings that differ from DefaultFunction.
@@ -140,6 +151,10 @@ var functions = []Function{
 	// the fallback. TRANSLATOR_LLM_API_KEY is a secret, so it is not here.
 	{Name: "fixture-translator", MemoryMB: 256, TimeoutSeconds: 15,
 		Env: map[string]string{"TRANSLATOR_LLM_URL": "", "TRANSLATOR_LLM_MODEL": ""}},
+	// NETWORK_PUBLIC_KEY (std base64) is the network's public signing key,
+	// BASE_URL the URL the Agent Card names; empty means none / the request's.
+	{Name: "registry", MemoryMB: 256, TimeoutSeconds: 10,
+		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": ""}},
 }
 
 // DefaultFunction returns the settings of a function named name that has no

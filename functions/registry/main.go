@@ -1,0 +1,59 @@
+// Command registry is the Lambda entry of the registry function: the
+// /api/v1/agents routes, the key directories and the network Agent Card
+// (package registryapi). It reads its environment once at start:
+// TABLE_NAME (the DynamoDB table), NETWORK_PUBLIC_KEY (the network's own
+// Ed25519 public key, standard base64; empty serves no network directory)
+// and BASE_URL (the public URL the Agent Card names; empty takes it from
+// each request).
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/a2awire/a2awire/functions/registry/registryapi"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+func main() {
+	log := logging.New(os.Stdout, logging.JSON, slog.LevelInfo)
+	if err := run(log); err != nil {
+		log.Error("registry: start", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run builds the handler from the environment and starts Lambda.
+func run(log *slog.Logger) error {
+	table := os.Getenv("TABLE_NAME")
+	if table == "" {
+		return fmt.Errorf("TABLE_NAME is not set")
+	}
+	o := registryapi.Options{Log: log, BaseURL: os.Getenv("BASE_URL")}
+	if k := os.Getenv("NETWORK_PUBLIC_KEY"); k != "" {
+		pub, err := auth.DecodePublicKey(k)
+		if err != nil {
+			return fmt.Errorf("NETWORK_PUBLIC_KEY: %w", err)
+		}
+		o.NetworkKey = pub
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		return fmt.Errorf("load AWS config: %w", err)
+	}
+	o.Store = dynamo.New(dynamodb.NewFromConfig(cfg), table)
+	h, err := registryapi.New(o)
+	if err != nil {
+		return err
+	}
+	lambda.Start(lambdahttp.Entry(h))
+	return nil
+}

@@ -1,0 +1,341 @@
+// Package registryapi is the HTTP surface of the registry function (DESIGN
+// §5, §6's network Agent Card, §7's key directories): agents register under
+// a name bound to their first key, are discovered by capability and status,
+// go online and offline, and their keys are served as Web Bot Auth key
+// directories. The domain is shared/registry; this package only decodes,
+// dispatches and renders.
+//
+// Every route and its auth come from the route table through
+// shared/access: the registry POST is signed by the key in its body, the
+// presence PUT by the name's owner, the rest is public. Errors use the
+// registry surface's {"error", "message"} shape.
+package registryapi
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/access"
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/registry"
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Function is the functions/ folder (and route-table name) this package
+// serves.
+const Function = "registry"
+
+// Discovery page sizes (DESIGN §5).
+const (
+	DefaultLimit = 50
+	MaxLimit     = 100
+)
+
+// Options are the handler's dependencies, which main builds from env.
+type Options struct {
+	// Log receives server-side failures.
+	Log *slog.Logger
+	// Store holds registrations and the nonce guard's items.
+	Store store.Store
+	// NetworkKey is the network's own public signing key, served at
+	// /.well-known/http-message-signatures-directory; nil answers 404.
+	NetworkKey ed25519.PublicKey
+	// BaseURL is the deployment's public URL for the Agent Card; empty
+	// means the request's X-Forwarded-Proto and Host.
+	BaseURL string
+	// AllowInsecureEndpoints lets agents register http:// endpoints (the
+	// local harness).
+	AllowInsecureEndpoints bool
+	// Now is the clock of the verifier and the registry; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// handler holds the routes' dependencies.
+type handler struct {
+	log        *slog.Logger
+	reg        *registry.Registry
+	networkKey ed25519.PublicKey
+	baseURL    string
+}
+
+// New returns the registry function's http.Handler: every route of the
+// function in the route table, behind the auth middleware the table names.
+func New(o Options) (http.Handler, error) {
+	if o.Store == nil {
+		return nil, errors.New("registryapi: no store")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NetworkKey != nil && len(o.NetworkKey) != ed25519.PublicKeySize {
+		return nil, errors.New("registryapi: network key is not a 32-byte Ed25519 public key")
+	}
+	opts := []registry.Option{registry.WithClock(o.Now)}
+	if o.AllowInsecureEndpoints {
+		opts = append(opts, registry.AllowInsecureEndpoints())
+	}
+	h := &handler{
+		log:        o.Log,
+		reg:        registry.New(o.Store, opts...),
+		networkKey: o.NetworkKey,
+		baseURL:    strings.TrimRight(o.BaseURL, "/"),
+	}
+	d, err := access.New(access.Config{
+		Function: Function,
+		Routes: map[string]access.Route{
+			"POST /api/v1/agents":                                {Handler: h.fn(h.register), BodyKey: registerKey},
+			"GET /api/v1/agents":                                 {Handler: h.fn(h.discover)},
+			"GET /api/v1/agents/{name}":                          {Handler: h.fn(h.profile)},
+			"PUT /api/v1/agents/{name}/presence":                 {Handler: h.fn(h.presence), Owns: h.owns},
+			"GET /api/v1/keys/{keyid}":                           {Handler: h.fn(h.key)},
+			"GET /.well-known/http-message-signatures-directory": {Handler: h.fn(h.networkDirectory)},
+			"GET /.well-known/agent-card.json":                   {Handler: h.fn(h.card)},
+			"GET /.well-known/agent.json":                        {Handler: h.fn(h.card)},
+		},
+		Verifier: auth.NewVerifier(auth.NewNonces(o.Store), o.Now),
+		Keys:     h.lookupKey,
+		Render:   apierror.WriteRegistry,
+		Log:      o.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registryapi: %w", err)
+	}
+	return d, nil
+}
+
+// fn adapts a handler that returns its error; the error is rendered in
+// the registry's shape and logged when it is the server's fault.
+func (h *handler) fn(f func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
+				h.log.ErrorContext(r.Context(), "registry request failed", "route", access.RouteOf(r).Key(), "err", err)
+			}
+			apierror.WriteRegistry(w, err)
+		}
+	})
+}
+
+// registerBody is the body of POST /api/v1/agents.
+type registerBody struct {
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	Endpoint     string   `json:"endpoint"`
+	Capabilities []string `json:"capabilities"`
+	PublicKey    string   `json:"public_key"`
+}
+
+// registerKey is the registry POST's key: the body's public_key, whose
+// thumbprint the verifier then requires to be the signature's keyid.
+func registerKey(body []byte) (ed25519.PublicKey, error) {
+	var b registerBody
+	if err := access.DecodeJSON(body, &b); err != nil {
+		return nil, err
+	}
+	if b.PublicKey == "" {
+		return nil, apierror.New(apierror.Invalid, "public_key is required")
+	}
+	pub, err := auth.DecodePublicKey(b.PublicKey)
+	if err != nil {
+		return nil, apierror.New(apierror.Invalid, "public_key must be the standard base64 of a 32-byte Ed25519 key")
+	}
+	return pub, nil
+}
+
+// lookupKey is the stored-key lookup of owner routes: a registered key by
+// its keyid.
+func (h *handler) lookupKey(ctx context.Context, keyID string) (ed25519.PublicKey, error) {
+	pub, err := h.reg.LookupKey(ctx, keyID)
+	if err != nil {
+		if apierror.KindOf(err) == apierror.NotFound {
+			return nil, fmt.Errorf("registry key lookup: %w", auth.ErrUnknownKey)
+		}
+		return nil, err
+	}
+	return pub, nil
+}
+
+// owns: the name in the path is bound to the signing key. A name that is
+// not registered is 404, as for everyone.
+func (h *handler) owns(ctx context.Context, params map[string]string, id access.Identity) (bool, error) {
+	a, err := h.reg.Get(ctx, params["name"])
+	if err != nil {
+		return false, err
+	}
+	return a.KeyID == id.KeyID, nil
+}
+
+// register binds a name to the signing key (201) or updates the owner's
+// registration (200); another key's name is 409 name_taken.
+func (h *handler) register(w http.ResponseWriter, r *http.Request) error {
+	var b registerBody
+	if err := access.DecodeJSON(access.Body(r), &b); err != nil {
+		return err
+	}
+	id, ok := access.IdentityFrom(r.Context())
+	if !ok {
+		return apierror.New(apierror.Unauthorized, "request is not signed")
+	}
+	a, created, err := h.reg.Register(r.Context(), registry.Agent{
+		Name:         b.Name,
+		Description:  b.Description,
+		Endpoint:     b.Endpoint,
+		Capabilities: b.Capabilities,
+		PublicKey:    id.PublicKey,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, map[string]any{"agent": toProfile(a)})
+	return nil
+}
+
+// discover lists agents by capability and status, a page at a time.
+func (h *handler) discover(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	for k, v := range q {
+		if len(v) > 1 {
+			return apierror.New(apierror.Invalid, "query parameter %s is repeated", apierror.Quote(k))
+		}
+	}
+	f := registry.Filter{Capability: q.Get("capability"), Cursor: q.Get("cursor"), Limit: DefaultLimit}
+	switch s := q.Get("status"); s {
+	case "", "online", "offline", "any":
+		f.Status = s
+	default:
+		return apierror.New(apierror.Invalid, "status must be online, offline or any")
+	}
+	if s, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(s[0])
+		if err != nil || n < 1 || n > MaxLimit {
+			return apierror.New(apierror.Invalid, "limit must be an integer from 1 to %d", MaxLimit)
+		}
+		f.Limit = n
+	}
+	page, err := h.reg.Discover(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	agents := make([]profile, 0, len(page.Agents))
+	for _, a := range page.Agents {
+		agents = append(agents, toProfile(a))
+	}
+	var next *string
+	if page.Next != "" {
+		next = &page.Next
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "next_cursor": next})
+	return nil
+}
+
+// profile serves one agent's profile.
+func (h *handler) profile(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.reg.Get(r.Context(), access.Param(r, "name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toProfile(a))
+	return nil
+}
+
+// presence sets the owner's status.
+func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
+	var b struct {
+		Status string `json:"status"`
+	}
+	if err := access.DecodeJSON(access.Body(r), &b); err != nil {
+		return err
+	}
+	if b.Status != "online" && b.Status != "offline" {
+		return apierror.New(apierror.Invalid, `status must be "online" or "offline"`)
+	}
+	id, ok := access.IdentityFrom(r.Context())
+	if !ok {
+		return apierror.New(apierror.Unauthorized, "request is not signed")
+	}
+	a, err := h.reg.SetPresence(r.Context(), access.Param(r, "name"), id.PublicKey, registry.Status(b.Status))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
+	return nil
+}
+
+// key serves a registered key as a Web Bot Auth key directory.
+func (h *handler) key(w http.ResponseWriter, r *http.Request) error {
+	pub, err := h.reg.LookupKey(r.Context(), access.Param(r, "keyid"))
+	if err != nil {
+		return err
+	}
+	writeDirectory(w, pub)
+	return nil
+}
+
+// networkDirectory serves the network's own key (webhook signatures, §8).
+func (h *handler) networkDirectory(w http.ResponseWriter, _ *http.Request) error {
+	if h.networkKey == nil {
+		return apierror.New(apierror.NotFound, "this deployment has no network signing key configured")
+	}
+	writeDirectory(w, h.networkKey)
+	return nil
+}
+
+func writeDirectory(w http.ResponseWriter, pub ed25519.PublicKey) {
+	w.Header().Set("Content-Type", auth.DirectoryMediaType)
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(auth.NewDirectory(pub))
+}
+
+// profile is an agent as the registry surface shows it (DESIGN §5).
+type profile struct {
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	Endpoint     string   `json:"endpoint"`
+	Capabilities []string `json:"capabilities"`
+	AWNID        string   `json:"awn_id"`
+	KeyID        string   `json:"key_id"`
+	Status       string   `json:"status"`
+	RegisteredAt string   `json:"registered_at"`
+	UpdatedAt    string   `json:"updated_at"`
+}
+
+func toProfile(a registry.Agent) profile {
+	caps := a.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
+	return profile{
+		Name:         a.Name,
+		Description:  a.Description,
+		Endpoint:     a.Endpoint,
+		Capabilities: caps,
+		AWNID:        a.AWNID,
+		KeyID:        a.KeyID,
+		Status:       string(a.Status),
+		RegisteredAt: a.RegisteredAt.UTC().Format(time.RFC3339),
+		UpdatedAt:    a.UpdatedAt.UTC().Format(time.RFC3339),
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
