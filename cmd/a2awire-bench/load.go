@@ -146,7 +146,10 @@ func harnessRow(ctx context.Context, conns, rounds int, round time.Duration) Row
 		}
 	}
 	total := map[string]*loadResult{"bare": {}, "harness": {}}
+	// Each round's ratio, to show how steady the machine was.
+	var lo, hi float64
 	for i := range rounds {
+		rps := map[string]float64{}
 		order := targets
 		if i%2 == 1 {
 			order = []struct {
@@ -161,6 +164,14 @@ func harnessRow(ctx context.Context, conns, rounds int, round time.Duration) Row
 			acc.errors += r.errors
 			acc.elapsed += r.elapsed
 			acc.latencies = append(acc.latencies, r.latencies...)
+			rps[t.name] = float64(r.requests) / r.elapsed.Seconds()
+		}
+		if rps["bare"] > 0 {
+			q := rps["harness"] / rps["bare"]
+			if i == 0 || q < lo {
+				lo = q
+			}
+			hi = max(hi, q)
 		}
 	}
 	vals := map[string]float64{}
@@ -174,11 +185,11 @@ func harnessRow(ctx context.Context, conns, rounds int, round time.Duration) Row
 		vals[name+"_p99_ms"] = ms(percentile(r.latencies, 99))
 	}
 	ratio := vals["harness_rps"] / vals["bare_rps"]
-	vals["ratio"] = ratio
+	vals["ratio"], vals["round_ratio_min"], vals["round_ratio_max"] = ratio, lo, hi
 	row.Values = vals
 	row.Status = within(ratio >= 0.7)
-	row.Result = fmt.Sprintf("%.2f (harness %.0f req/s, p50 %.2f ms, p99 %.2f ms; bare %.0f req/s, p50 %.2f ms, p99 %.2f ms)",
-		ratio, vals["harness_rps"], vals["harness_p50_ms"], vals["harness_p99_ms"], vals["bare_rps"], vals["bare_p50_ms"], vals["bare_p99_ms"])
+	row.Result = fmt.Sprintf("%.2f (rounds %.2f–%.2f; harness %.0f req/s, p50 %.2f ms, p99 %.2f ms; bare %.0f req/s, p50 %.2f ms, p99 %.2f ms)",
+		ratio, lo, hi, vals["harness_rps"], vals["harness_p50_ms"], vals["harness_p99_ms"], vals["bare_rps"], vals["bare_p50_ms"], vals["bare_p99_ms"])
 	return row
 }
 
