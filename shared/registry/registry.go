@@ -179,6 +179,8 @@ type Registry struct {
 	now      func() time.Time
 	insecure bool
 	secret   []byte
+	// shared is the one key that may register several names (SharedKey).
+	shared ed25519.PublicKey
 }
 
 // Option configures a Registry.
@@ -196,6 +198,14 @@ func WithClock(now func() time.Time) Option {
 // AllowInsecureEndpoints accepts http:// endpoints, as the local harness
 // does; by default only https:// is accepted.
 func AllowInsecureEndpoints() Option { return func(r *Registry) { r.insecure = true } }
+
+// SharedKey lets key register any number of names: the network's own key,
+// which owns the five fixtures (package fixtures/seed). Every other key
+// registers one name (Conflict "key_taken"). The shared key's key item
+// names the name it registered last.
+func SharedKey(key ed25519.PublicKey) Option {
+	return func(r *Registry) { r.shared = append(ed25519.PublicKey(nil), key...) }
+}
 
 // WithCursorSecret keys discovery cursors. Cursors only point inside a
 // listing anyone may read, so the MAC guards integrity, not secrecy; every
@@ -276,7 +286,7 @@ func (r *Registry) Register(ctx context.Context, a Agent) (Agent, bool, error) {
 			attrKeyID:     store.S(a.KeyID),
 			attrPublicKey: store.B(a.PublicKey),
 			attrName:      store.S(a.Name),
-		}).When(store.Or(store.ItemAbsent(), store.Eq(attrName, store.S(a.Name)))).OnFailReturn())
+		}).When(r.keyCondition(a)).OnFailReturn())
 		_, err = r.store.Write(ctx, acts...)
 		var cf *store.ConditionFailedError
 		switch {
@@ -303,6 +313,16 @@ func (r *Registry) Register(ctx context.Context, a Agent) (Agent, bool, error) {
 	}
 	return Agent{}, false, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: RetryAfter,
 		Message: "the agent is being changed by concurrent requests; retry"}
+}
+
+// keyCondition is the condition on a new registration's key item: absent
+// or naming this agent, so that a key registers one name; any for the
+// shared key (SharedKey).
+func (r *Registry) keyCondition(a Agent) store.Cond {
+	if r.shared != nil && a.PublicKey.Equal(r.shared) {
+		return store.Or(store.ItemAbsent(), store.Exists(attrKeyID))
+	}
+	return store.Or(store.ItemAbsent(), store.Eq(attrName, store.S(a.Name)))
 }
 
 func nameTaken(name string) *apierror.Error {
