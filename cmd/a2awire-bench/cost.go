@@ -72,9 +72,8 @@ func costRows(ctx context.Context, server *dynamolocal.Server, table string) []R
 		row.Values = map[string]float64{"calls": float64(t.Calls), "read_units": t.ReadUnits, "write_units": t.WriteUnits}
 		rows = append(rows, row)
 	}
+	rows = append(rows, registryRows(ctx, server, table)...)
 	for _, nb := range []struct{ id, name, target string }{
-		{"4e", "registry register", "not written yet (issue 10)"},
-		{"4f", "registry discover", "not written yet (issue 10)"},
 		{"4g", "world join", "documented in the README cost table (issue 11)"},
 		{"4h", "world send", "1 write request (a transaction at most) (issue 11)"},
 		{"4i", "world read N ≤ 100 messages", "1 Query + 1 write request (issue 11)"},
