@@ -34,10 +34,10 @@ import (
 // serves.
 const Function = "registry"
 
-// Discovery page sizes (DESIGN §5).
+// Discovery page sizes (DESIGN §5), the domain's.
 const (
-	DefaultLimit = 50
-	MaxLimit     = 100
+	DefaultLimit = registry.DefaultLimit
+	MaxLimit     = registry.MaxLimit
 )
 
 // Options are the handler's dependencies, which main builds from env.
