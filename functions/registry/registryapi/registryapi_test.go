@@ -167,6 +167,14 @@ func TestRegisterUpdateAndNameTaken(t *testing.T) {
 	// Strict JSON: a repeated key, a bad public key.
 	wantError(t, a.do(alice, "POST", "/api/v1/agents", `{"name":"bob","name":"eve"}`), http.StatusBadRequest, "invalid_input")
 	wantError(t, a.do(alice, "POST", "/api/v1/agents", `{"name":"bob","public_key":"AAAA"}`), http.StatusBadRequest, "invalid_input")
+	wantError(t, a.do(alice, "POST", "/api/v1/agents", strings.Replace(registration("bob", alice, "x"), "test agent", "test \xff agent", 1)),
+		http.StatusBadRequest, "invalid_input")
+	// Keys match case-sensitively: "Name" is not "name", so no name was given.
+	wantError(t, a.do(alice, "POST", "/api/v1/agents", strings.Replace(registration("bob", alice, "x"), `"name"`, `"Name"`, 1)),
+		http.StatusBadRequest, "invalid_input")
+	if r := a.do(nil, "GET", "/api/v1/agents/bob", ""); r.status != http.StatusNotFound {
+		t.Errorf("a refused registration left bob registered: %d %s", r.status, r.body)
+	}
 	// Domain validation (the name's pattern) is the registry's 400.
 	wantError(t, a.do(alice, "POST", "/api/v1/agents", registration("Bad_Name", alice, "x")), http.StatusBadRequest, "invalid_input")
 }
