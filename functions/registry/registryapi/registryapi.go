@@ -87,6 +87,11 @@ func New(o Options) (http.Handler, error) {
 	if o.AllowInsecureEndpoints {
 		opts = append(opts, registry.AllowInsecureEndpoints())
 	}
+	if o.NetworkKey != nil {
+		// The network key owns the five fixtures (fixtures/seed); any other
+		// key registers one name.
+		opts = append(opts, registry.SharedKey(o.NetworkKey))
+	}
 	h := &handler{
 		log:        o.Log,
 		reg:        registry.New(o.Store, opts...),

@@ -278,3 +278,19 @@ func TestKeyDirectories(t *testing.T) {
 	wantError(t, a.do(nil, "GET", "/api/v1/keys/"+auth.KeyID(pubOf(key(8))), ""), http.StatusNotFound, "not_found")
 	wantError(t, newAPI(t, nil).do(nil, "GET", "/.well-known/http-message-signatures-directory", ""), http.StatusNotFound, "not_found")
 }
+
+// TestNetworkKeyRegistersSeveralNames: the network key may hold several
+// names (the fixtures); any other key holds one (409 key_taken).
+func TestNetworkKeyRegistersSeveralNames(t *testing.T) {
+	network, other := key(7), key(8)
+	a := newAPI(t, pubOf(network))
+	for _, name := range []string{"net-one", "net-two"} {
+		if r := a.do(network, "POST", "/api/v1/agents", registration(name, network, "ping")); r.status != http.StatusCreated {
+			t.Errorf("network key registers %s: %d %s", name, r.status, r.body)
+		}
+	}
+	if r := a.do(other, "POST", "/api/v1/agents", registration("other-one", other, "ping")); r.status != http.StatusCreated {
+		t.Fatalf("other key: %d %s", r.status, r.body)
+	}
+	wantError(t, a.do(other, "POST", "/api/v1/agents", registration("other-two", other, "ping")), http.StatusConflict, "key_taken")
+}
