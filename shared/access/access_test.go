@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 )
 
@@ -425,5 +427,35 @@ func TestDecodeJSON(t *testing.T) {
 	var b body
 	if err := access.DecodeJSON([]byte(`{"NAME":"x","Name":"y","name":"z"}`), &b); err != nil || b.Name != "z" {
 		t.Errorf("case-sensitive keys: %v %q, want z", err, b.Name)
+	}
+}
+
+// TestKeyLookupFailures: an overloaded store behind the key lookup is 503
+// unavailable with Retry-After; any other failure is 500 with no internal
+// text in the message.
+func TestKeyLookupFailures(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("lookup: %w", store.ErrUnavailable), http.StatusServiceUnavailable, "unavailable"},
+		{errors.New("secret internal detail"), http.StatusInternalServerError, "internal_error"},
+	} {
+		cfg := config(t, "t", testTable, time.Now)
+		cfg.Keys = func(context.Context, string) (ed25519.PublicKey, error) { return nil, c.err }
+		d, err := access.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		d.ServeHTTP(w, request(t, signer(t, known), "PUT", "/t/items/x/owned", ""))
+		e := decodeError(t, w)
+		if w.Code != c.status || e.Error != c.code || strings.Contains(e.Message, "secret") {
+			t.Errorf("%v: %d %+v, want %d %s", c.err, w.Code, e, c.status, c.code)
+		}
+		if c.status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+			t.Errorf("503 without Retry-After")
+		}
 	}
 }
