@@ -124,6 +124,12 @@ PASS
 	if rows[0].Status != Info || rows[0].Values["ratio"] != 4 || rows[0].Values["allocs_op"] != 10 {
 		t.Errorf("row 2a: %+v", rows[0])
 	}
+	if !strings.Contains(rows[0].Result, "(4.0×; +1.50 µs per request)") {
+		t.Errorf("row 2a result %q", rows[0].Result)
+	}
+	if got := signed(-5031); got != "−5.03 µs" {
+		t.Errorf("signed(-5031) = %q", got)
+	}
 	if rows[2].Status != Failed {
 		t.Errorf("row 5a without its benchmarks: %+v, want FAILED", rows[2])
 	}
