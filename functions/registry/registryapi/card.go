@@ -172,8 +172,8 @@ func etagMatches(header, etag string) bool {
 }
 
 // base is the network's public URL: Options.BaseURL, else the scheme the
-// client used (X-Forwarded-Proto, as API Gateway and proxies set it) and
-// the Host it addressed. A Host that is not a plain host[:port] falls back
+// client used (X-Forwarded-Proto, as API Gateway and proxies set it; http
+// on a loopback Host) and the Host it addressed. A Host that is not a plain host[:port] falls back
 // to localhost so the card never echoes injected text.
 func (h *handler) base(r *http.Request) string {
 	if h.baseURL != "" {
@@ -195,7 +195,23 @@ func (h *handler) base(r *http.Request) string {
 	if !plainHost(host) {
 		host = "localhost"
 	}
-	return proto + "://" + strings.ToLower(host)
+	host = strings.ToLower(host)
+	if loopback(host) {
+		// Only the local harness answers on a loopback address, and it
+		// serves plain http while forwarding "https" as API Gateway does.
+		proto = "http"
+	}
+	return proto + "://" + host
+}
+
+// loopback reports whether host[:port] names this machine.
+func loopback(host string) bool {
+	h := host
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
+		h = h[:i]
+	}
+	h = strings.Trim(h, "[]")
+	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
 }
 
 func plainHost(h string) bool {

@@ -45,6 +45,15 @@ func TestCardCaching(t *testing.T) {
 	if u := ifaces[0].(map[string]any)["url"]; u != "https://registry.test" {
 		t.Errorf("interface url %v, want https://registry.test (X-Forwarded-Proto and Host)", u)
 	}
+	// The local harness forwards "https" like API Gateway but serves http.
+	for host, want := range map[string]string{"127.0.0.1:8080": "http://127.0.0.1:8080", "localhost:9": "http://localhost:9",
+		"[::1]:8080": "http://[::1]:8080", "example.com": "https://example.com", "evil\"host": "http://localhost"} {
+		r := a.do(nil, "GET", "/.well-known/agent-card.json", "", "Host", host)
+		ifaces := r.json(t)["supportedInterfaces"].([]any)
+		if u := ifaces[0].(map[string]any)["url"]; u != want {
+			t.Errorf("Host %s: interface url %v, want %s", host, u, want)
+		}
+	}
 }
 
 // TestCardParsesWithA2AGo is the must-show: a2a-go's card resolver fetches

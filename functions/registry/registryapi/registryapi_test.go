@@ -69,6 +69,10 @@ func (a *api) do(k ed25519.PrivateKey, method, path, body string, header ...stri
 		r.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if strings.EqualFold(header[i], "Host") {
+			r.Host = header[i+1]
+			continue
+		}
 		r.Header.Set(header[i], header[i+1])
 	}
 	if k != nil {
