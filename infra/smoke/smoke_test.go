@@ -61,6 +61,10 @@ type invocation struct {
 	sameAs int
 	// check inspects the decoded response body.
 	check func(t *testing.T, body map[string]any)
+	// event, when set, is sent instead of an API Gateway request (for a
+	// function no route serves), and checkRaw inspects the raw response.
+	event    func(t *testing.T) any
+	checkRaw func(t *testing.T, raw []byte)
 }
 
 // smokeCase is one function's main under the emulator: the environment its
@@ -211,6 +215,7 @@ func cases() []smokeCase {
 			},
 		},
 		registryCase(),
+		registrySeedCase(),
 	}
 }
 
@@ -510,7 +515,10 @@ func start(t *testing.T, rie, bootstrap string, fn routes.Function, env []string
 // response the function's entry returns and returns its body.
 func (e *emulator) invoke(t *testing.T, inv invocation) string {
 	t.Helper()
-	event := apiEvent(inv)
+	var event any = apiEvent(inv)
+	if inv.event != nil {
+		event = inv.event(t)
+	}
 	payload, err := json.Marshal(event)
 	if err != nil {
 		t.Fatal(err)
@@ -533,6 +541,10 @@ func (e *emulator) invoke(t *testing.T, inv invocation) string {
 	}
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("emulator answered %s: %s", resp.Status, raw)
+	}
+	if inv.event != nil {
+		inv.checkRaw(t, raw)
+		return string(raw)
 	}
 	var out events.APIGatewayV2HTTPResponse
 	if err := json.Unmarshal(raw, &out); err != nil {

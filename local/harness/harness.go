@@ -24,6 +24,7 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
 	"github.com/a2awire/a2awire/functions/registry/registryapi"
 	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
@@ -87,6 +88,7 @@ func Handlers(o Options, st store.Store) map[string]any {
 		"fixture-punctual":   lambdahttp.Entry(punctual.New(o.Log)),
 		"fixture-translator": lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
 		"registry":           registryEntry(o, st),
+		"registry-seed":      seed.Handler(st),
 	}
 }
 

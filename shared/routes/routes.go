@@ -155,6 +155,10 @@ var functions = []Function{
 	// BASE_URL the URL the Agent Card names; empty means none / the request's.
 	{Name: "registry", MemoryMB: 256, TimeoutSeconds: 10,
 		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": ""}},
+	// No routes: the deploy runs it as the fixtures' registration (a
+	// CloudFormation custom resource, infra/stack Seeding), which writes
+	// the registry's items; 20 s covers five registrations and retries.
+	{Name: "registry-seed", MemoryMB: 128, TimeoutSeconds: 20, Table: ReadWrite},
 }
 
 // DefaultFunction returns the settings of a function named name that has no
