@@ -61,6 +61,7 @@ type config struct {
 	dynamoEndpoint string
 	table          string
 	reset          bool
+	networkKey     string
 }
 
 // extras are what tests add to a run: functions of their own and the
@@ -85,6 +86,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 	flags.StringVar(&cfg.dynamoEndpoint, "dynamodb-endpoint", "", "use DynamoDB at this URL (e.g. DynamoDB Local, make dynamodb-local) instead of the embedded store")
 	flags.StringVar(&cfg.table, "table", "a2awire", "DynamoDB table name, with -dynamodb-endpoint")
 	flags.BoolVar(&cfg.reset, "reset", false, "wipe the stored data first")
+	flags.StringVar(&cfg.networkKey, "network-key", "", "the network's key file, created if missing (default: DIR/network.key with -data, <user config dir>/a2awire/network.key with -dynamodb-endpoint, a key per run in memory)")
 	flags.Usage = func() {
 		w := flags.Output()
 		fmt.Fprintf(w, "%s\n\nUsage:\n  go run ./local [flags]                      serve on -addr until SIGINT/SIGTERM\n  go run ./local -invoke FN -event FILE       run one function on one event and print its response\n\nFlags:\n", description)
@@ -109,8 +111,16 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 		return err
 	}
 	defer st.close()
+	keyPath, err := networkKeyPath(cfg)
+	if err != nil {
+		return err
+	}
+	networkKey, _, err := loadNetworkKey(keyPath)
+	if err != nil {
+		return err
+	}
 	h, err := harness.New(harness.Options{Log: log, Store: st.store, Feed: st.feed,
-		TranslatorLLM: translator.EnvConfig(os.Getenv), Extra: x.functions})
+		TranslatorLLM: translator.EnvConfig(os.Getenv), Extra: x.functions, NetworkKey: networkKey})
 	if err != nil {
 		return err
 	}
@@ -120,7 +130,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 		return fmt.Errorf("listen on %s: %w (is another harness running? pick another with -addr)", cfg.addr, err)
 	}
 	srv := cloud.NewServer(h, log, x.server)
-	printBanner(stdout, "http://"+ln.Addr().String(), st.where, h.Triggers())
+	base := "http://" + ln.Addr().String()
+	seeded, err := seedFixtures(ctx, st.store, base, networkKey, keyPath)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	printBanner(stdout, base, st.where, h.Triggers())
+	fmt.Fprintf(stdout, "%s\n\n", seeded)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -177,7 +177,8 @@ func TestDataDirKeepsDataAcrossRestarts(t *testing.T) {
 }
 
 func TestDynamoDBEndpointKeepsDataAcrossRestarts(t *testing.T) {
-	checkPersistence(t, "-dynamodb-endpoint", dynamoLocal.Endpoint(), "-table", "local-harness-test")
+	checkPersistence(t, "-dynamodb-endpoint", dynamoLocal.Endpoint(), "-table", "local-harness-test",
+		"-network-key", filepath.Join(t.TempDir(), "network.key"))
 }
 
 func TestInvokePrintsLambdaResponse(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -10,6 +11,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/fixtures/seed"
+	"github.com/a2awire/a2awire/shared/registry"
+	"github.com/a2awire/a2awire/shared/store"
 )
 
 // networkKeyFile is the network key's file name in -data DIR.
@@ -92,4 +98,47 @@ func createNetworkKey(path string) (ed25519.PrivateKey, bool, error) {
 		return nil, false, fmt.Errorf("network key: %w", err)
 	}
 	return priv, true, nil
+}
+
+// networkKeyPath is where the network key lives: -network-key, else
+// network.key in -data DIR, else (DynamoDB, whose data outlives the
+// harness) the user's config directory; "" (a key per run) in memory.
+func networkKeyPath(cfg config) (string, error) {
+	switch {
+	case cfg.networkKey != "":
+		return cfg.networkKey, nil
+	case cfg.data != "":
+		return filepath.Join(cfg.data, networkKeyFile), nil
+	case cfg.dynamoEndpoint != "":
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return "", fmt.Errorf("network key: %w (set -network-key FILE)", err)
+		}
+		return filepath.Join(dir, "a2awire", networkKeyFile), nil
+	}
+	return "", nil
+}
+
+// seedFixtures registers the five fixtures with their endpoints below base,
+// owned by the network key (DESIGN §4, §9), and says what it did in one
+// line for the banner. On a name held by another key it fails with what to
+// do.
+func seedFixtures(ctx context.Context, st store.Store, base string, key ed25519.PrivateKey, keyPath string) (string, error) {
+	pub := key.Public().(ed25519.PublicKey)
+	done, err := seed.Seed(ctx, seed.OverStore(st, registry.AllowInsecureEndpoints())(pub), base, pub)
+	if err != nil {
+		where := "a key made for this run"
+		if keyPath != "" {
+			where = keyPath
+		}
+		return "", fmt.Errorf("registering the fixtures under the network key (%s): %w (or start with -reset to wipe the data)", where, err)
+	}
+	created := 0
+	for _, o := range done {
+		if o.Created {
+			created++
+		}
+	}
+	return fmt.Sprintf("registry: %d fixtures registered at %s/agents/<name>/invoke (%d new, %d updated), owned by the network key %s",
+		len(done), base, created, len(done)-created, auth.KeyID(pub)), nil
 }
