@@ -12,9 +12,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/auth"
-	"github.com/a2awire/a2awire/shared/fixtures/seed"
-	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/store"
 )
 
@@ -125,7 +124,7 @@ func networkKeyPath(cfg config) (string, error) {
 // do.
 func seedFixtures(ctx context.Context, st store.Store, base string, key ed25519.PrivateKey, keyPath string) (string, error) {
 	pub := key.Public().(ed25519.PublicKey)
-	done, err := seed.Seed(ctx, seed.OverStore(st, registry.AllowInsecureEndpoints())(pub), base, pub)
+	done, err := harness.SeedFixtures(ctx, st, base, key)
 	if err != nil {
 		where := "a key made for this run"
 		if keyPath != "" {
