@@ -40,27 +40,27 @@ type profile struct {
 	UpdatedAt    string   `json:"updated_at"`
 }
 
-// registry talks to the network's /api/v1 surface. signer is nil for
+// registryClient talks to the network's /api/v1 surface. signer is nil for
 // public reads.
-type registry struct {
+type registryClient struct {
 	a      *app
 	base   string
 	client *http.Client
 }
 
 // registry returns a client for the public routes.
-func (a *app) registry() (*registry, error) {
+func (a *app) registry() (*registryClient, error) {
 	base, err := a.base()
 	if err != nil {
 		return nil, err
 	}
-	return &registry{a: a, base: base, client: &http.Client{Timeout: registryTimeout}}, nil
+	return &registryClient{a: a, base: base, client: &http.Client{Timeout: registryTimeout}}, nil
 }
 
 // signedRegistry returns a client that signs every request with the agent's
 // key (DESIGN §7), naming the key directory entry in Signature-Agent, and
 // the key itself.
-func (a *app) signedRegistry() (*registry, ed25519.PrivateKey, error) {
+func (a *app) signedRegistry() (*registryClient, ed25519.PrivateKey, error) {
 	priv, err := a.loadKey()
 	if err != nil {
 		return nil, nil, err
@@ -81,7 +81,7 @@ func (a *app) signedRegistry() (*registry, ed25519.PrivateKey, error) {
 // do sends one request and returns the body of a 2xx answer. Any other
 // answer is reported on stderr as "error: <code>: <message>" (the server's
 // words) and ends the command with exit 1.
-func (r *registry) do(ctx context.Context, method, path string, query url.Values, body any) (int, []byte, error) {
+func (r *registryClient) do(ctx context.Context, method, path string, query url.Values, body any) (int, []byte, error) {
 	u := r.base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -141,7 +141,7 @@ func decode(what string, b []byte, v any) error {
 func agentPath(name string) string { return "/api/v1/agents/" + url.PathEscape(name) }
 
 // getProfile fetches name's profile: the decoded form and the raw JSON.
-func (r *registry) getProfile(ctx context.Context, name string) (profile, json.RawMessage, error) {
+func (r *registryClient) getProfile(ctx context.Context, name string) (profile, json.RawMessage, error) {
 	var p profile
 	_, b, err := r.do(ctx, http.MethodGet, agentPath(name), nil, nil)
 	if err != nil {
