@@ -116,6 +116,12 @@ func TestRegistryEndToEnd(t *testing.T) {
 		}
 	}
 
+	// conform resolves a name the same way.
+	r = awn(t, env, "conform", "a2awire-clean", "--task", "word-count", "--input", `{"text":"a b"}`)
+	if r.code != 0 || !strings.Contains(r.stderr, "conform: checking "+base+"/agents/a2awire-clean/invoke") {
+		t.Errorf("conform by name: %v", r)
+	}
+
 	// Presence through the signed PUT: offline leaves discovery.
 	if r = awn(t, env, "agent", "offline"); r.code != 0 || r.stdout != "e2e-counter is offline\n" {
 		t.Fatalf("offline: %v", r)
