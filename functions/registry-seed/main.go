@@ -7,7 +7,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,8 +15,6 @@ import (
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 func main() {
@@ -34,10 +31,10 @@ func run() error {
 	if table == "" {
 		return fmt.Errorf("TABLE_NAME is not set")
 	}
-	cfg, err := config.LoadDefaultConfig(context.Background())
+	client, err := dynamo.ClientFromEnv(os.Getenv)
 	if err != nil {
-		return fmt.Errorf("load AWS config: %w", err)
+		return err
 	}
-	lambda.Start(seed.Handler(dynamo.New(dynamodb.NewFromConfig(cfg), table)))
+	lambda.Start(seed.Handler(dynamo.New(client, table)))
 	return nil
 }

@@ -8,7 +8,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,10 +18,6 @@ import (
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/credentials/endpointcreds"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 func main() {
@@ -47,7 +42,7 @@ func run(log *slog.Logger) error {
 		}
 		o.NetworkKey = pub
 	}
-	client, err := clientFromEnv(os.Getenv)
+	client, err := dynamo.ClientFromEnv(os.Getenv)
 	if err != nil {
 		return fmt.Errorf("DynamoDB client: %w", err)
 	}
@@ -58,29 +53,4 @@ func run(log *slog.Logger) error {
 	}
 	lambda.Start(lambdahttp.Entry(h))
 	return nil
-}
-
-// clientFromEnv builds the DynamoDB client from the variables Lambda sets:
-// AWS_REGION, and the role's keys or the container credentials endpoint.
-func clientFromEnv(getenv func(string) string) (*dynamodb.Client, error) {
-	region := getenv("AWS_REGION")
-	if region == "" {
-		return nil, errors.New("AWS_REGION is not set")
-	}
-	var creds aws.CredentialsProvider
-	switch {
-	case getenv("AWS_ACCESS_KEY_ID") != "":
-		creds = credentials.NewStaticCredentialsProvider(getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"), getenv("AWS_SESSION_TOKEN"))
-	case getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "":
-		creds = aws.NewCredentialsCache(endpointcreds.New(getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI"), func(o *endpointcreds.Options) {
-			o.AuthorizationToken = getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN")
-		}))
-	default:
-		return nil, errors.New("no AWS credentials in the environment (AWS_ACCESS_KEY_ID or AWS_CONTAINER_CREDENTIALS_FULL_URI)")
-	}
-	o := dynamodb.Options{Region: region, Credentials: creds}
-	if ep := getenv("AWS_ENDPOINT_URL_DYNAMODB"); ep != "" {
-		o.BaseEndpoint = aws.String(ep)
-	}
-	return dynamodb.New(o), nil
 }
