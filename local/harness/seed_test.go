@@ -31,7 +31,7 @@ func TestSeedFixturesServedByTheRegistry(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var p struct {
-		Agent struct{ Endpoint string } `json:"agent"`
+		Agent    struct{ Endpoint string } `json:"agent"`
 		Endpoint string
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != 200 {
