@@ -193,7 +193,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	if c.sweepEvery > 0 {
 		s.swept.Add(1)
-		go s.sweepLoop(c.sweepEvery)
+		go embedded.SweepEvery(c.sweepEvery, s.closed, s.Sweep, s.swept.Done)
 	}
 	return s, nil
 }
@@ -559,22 +559,6 @@ func (s *Store) Sweep() (int, error) {
 		total += n
 		if n < sweepBatch {
 			return total, nil
-		}
-	}
-}
-
-func (s *Store) sweepLoop(every time.Duration) {
-	defer s.swept.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.closed:
-			return
-		case <-t.C:
-			// A failed sweep (a disk error) is retried at the next tick;
-			// expired items stay readable meanwhile, as on DynamoDB.
-			_, _ = s.Sweep()
 		}
 	}
 }

@@ -124,7 +124,7 @@ func New(opts ...Option) *Store {
 	}
 	if c.sweepEvery > 0 {
 		s.swept.Add(1)
-		go s.sweepLoop(c.sweepEvery)
+		go embedded.SweepEvery(c.sweepEvery, s.closed, s.Sweep, s.swept.Done)
 	}
 	return s
 }
@@ -297,20 +297,6 @@ func (s *Store) Sweep() (int, error) {
 	s.trim(now)
 	s.feedMu.Unlock()
 	return len(changes), nil
-}
-
-func (s *Store) sweepLoop(every time.Duration) {
-	defer s.swept.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.closed:
-			return
-		case <-t.C:
-			_, _ = s.Sweep()
-		}
-	}
 }
 
 // Read returns up to max records after consumer's committed position,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -79,6 +80,24 @@ func WaitRead(ctx context.Context, n *Notifier, closed <-chan struct{}, try func
 			return nil, ErrClosed
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+	}
+}
+
+// SweepEvery calls sweep every interval until closed is closed, as
+// DynamoDB's TTL deletes expired items in the background. A failed sweep (a
+// disk error) is retried at the next tick; expired items stay readable
+// meanwhile, as on DynamoDB. done is called when it returns.
+func SweepEvery(every time.Duration, closed <-chan struct{}, sweep func() (int, error), done func()) {
+	defer done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-closed:
+			return
+		case <-t.C:
+			_, _ = sweep()
 		}
 	}
 }
