@@ -20,6 +20,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/store/storetest/stores"
 )
 
@@ -515,36 +516,11 @@ func isCode(err error, code protocol.Code) bool {
 	return errors.As(err, &pe) && pe.Code == code
 }
 
-// counting counts the item API calls that reach the engine.
-type counting struct {
-	store.Store
-	gets, queries, writes atomic.Int64
-}
-
-func (c *counting) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	c.gets.Add(1)
-	return c.Store.Get(ctx, k)
-}
-
-func (c *counting) Query(ctx context.Context, q store.Query) (store.Page, error) {
-	c.queries.Add(1)
-	return c.Store.Query(ctx, q)
-}
-
-func (c *counting) Write(ctx context.Context, actions ...store.Action) ([]store.Item, error) {
-	c.writes.Add(1)
-	return c.Store.Write(ctx, actions...)
-}
-
-func (c *counting) take() [3]int64 {
-	return [3]int64{c.gets.Swap(0), c.queries.Swap(0), c.writes.Swap(0)}
-}
-
 // testCalls pins the item API calls per request (gets, queries, writes),
 // the same on every engine: first run = Get + claim + commit; replay = Get;
 // a failure = Get + claim + release.
 func testCalls(t *testing.T, st store.Store) {
-	c := &counting{Store: st}
+	c := &storetest.Counting{Store: st}
 	r := newRig(t, c)
 	steps := []struct {
 		name, id, body string
@@ -558,7 +534,7 @@ func testCalls(t *testing.T, st store.Store) {
 	}
 	for _, s := range steps {
 		r.post(t, s.id, s.body)
-		if got := c.take(); got != s.want {
+		if got := c.Take(); got != s.want {
 			t.Errorf("%s: [gets queries writes] = %v, want %v", s.name, got, s.want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2awire/a2awire/functions/fixture-ledger/ledger"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/store/storetest/stores"
 )
 
@@ -391,35 +392,10 @@ func mustList(t testing.TB, b *ledger.Book, account string) []ledger.Entry {
 	return es
 }
 
-// counted counts the item API calls that reach the engine.
-type counted struct {
-	store.Store
-	gets, queries, writes atomic.Int64
-}
-
-func (c *counted) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	c.gets.Add(1)
-	return c.Store.Get(ctx, k)
-}
-
-func (c *counted) Query(ctx context.Context, q store.Query) (store.Page, error) {
-	c.queries.Add(1)
-	return c.Store.Query(ctx, q)
-}
-
-func (c *counted) Write(ctx context.Context, actions ...store.Action) ([]store.Item, error) {
-	c.writes.Add(1)
-	return c.Store.Write(ctx, actions...)
-}
-
-func (c *counted) take() [3]int64 {
-	return [3]int64{c.gets.Swap(0), c.queries.Swap(0), c.writes.Swap(0)}
-}
-
 // testBookCalls pins the item API calls (gets, queries, writes) of each
 // operation, the same on every engine.
 func testBookCalls(t *testing.T, st store.Store) {
-	c := &counted{Store: st}
+	c := &storetest.Counting{Store: st}
 	b := ledger.NewBook(c)
 	ctx := context.Background()
 	steps := []struct {
@@ -443,19 +419,19 @@ func testBookCalls(t *testing.T, st store.Store) {
 		if err := s.do(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if got := c.take(); got != s.want {
+		if got := c.Take(); got != s.want {
 			t.Errorf("%s: [gets queries writes] = %v, want %v", s.name, got, s.want)
 		}
 	}
 	// A race lost to another process costs one more write, no read: the
 	// failed condition returns the account as it is now.
 	r := &rival{Store: st, other: ledger.NewBook(st)}
-	c2 := &counted{Store: &onceRival{rival: r}}
+	c2 := &storetest.Counting{Store: &onceRival{rival: r}}
 	b2 := ledger.NewBook(c2)
 	if _, err := b2.Append(ctx, entry("acct", "e3", 1, t0)); err != nil {
 		t.Fatal(err)
 	}
-	if got := c2.take(); got != [3]int64{1, 0, 2} {
+	if got := c2.Take(); got != [3]int64{1, 0, 2} {
 		t.Errorf("append after one lost race: [gets queries writes] = %v, want [1 0 2]", got)
 	}
 }
