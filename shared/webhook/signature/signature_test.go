@@ -43,8 +43,8 @@ func TestNewSecretShape(t *testing.T) {
 func TestParseSecretRefuses(t *testing.T) {
 	for _, s := range []string{
 		"",
-		base64.StdEncoding.EncodeToString(make([]byte, 32)),           // no prefix
-		"whsec_not base64!",                                           // not base64
+		base64.StdEncoding.EncodeToString(make([]byte, 32)), // no prefix
+		"whsec_not base64!", // not base64
 		"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 8)), // too short
 		"whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 65)),
 	} {
