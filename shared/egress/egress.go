@@ -47,7 +47,8 @@ type Options struct {
 	Resolver *net.Resolver
 }
 
-// ErrBlocked is the cause of every refusal of a destination address.
+// ErrBlocked is the cause of every refusal of a destination (address or
+// scheme).
 var ErrBlocked = errors.New("egress: destination address refused")
 
 // BlockedError says which address was refused and why; errors.Is(err,
@@ -110,6 +111,13 @@ func CheckAddr(a netip.Addr, o Options) error {
 		return &BlockedError{Addr: a, Reason: "invalid address"}
 	}
 	a = a.Unmap().WithZone("")
+	// Loopback first: ::1 also lies in ::/96 below.
+	if a.IsLoopback() {
+		if o.AllowLoopback {
+			return nil
+		}
+		return &BlockedError{Addr: a, Reason: "loopback"}
+	}
 	if a.Is6() {
 		for _, p := range embedding {
 			if p.Contains(a) && a != netip.IPv6Unspecified() {
@@ -120,12 +128,6 @@ func CheckAddr(a netip.Addr, o Options) error {
 				}
 			}
 		}
-	}
-	if a.IsLoopback() {
-		if o.AllowLoopback {
-			return nil
-		}
-		return &BlockedError{Addr: a, Reason: "loopback"}
 	}
 	for _, b := range blocked {
 		if b.prefix.Contains(a) {
@@ -175,7 +177,7 @@ func NewClient(o Options) *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 	}
 	return &http.Client{
-		Transport:     t,
+		Transport:     &schemeCheck{base: t, allowHTTP: o.AllowHTTP},
 		Timeout:       timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -227,3 +229,25 @@ func ValidateURL(raw string, o Options) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// schemeCheck refuses plain http unless allowed: ValidateURL refuses it
+// when a URL is stored, and this holds the line for any URL the client is
+// handed later (a row written before a policy change, a caller's mistake).
+type schemeCheck struct {
+	base      *http.Transport
+	allowHTTP bool
+}
+
+func (s *schemeCheck) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != "https" && !(s.allowHTTP && r.URL.Scheme == "http") {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, fmt.Errorf("egress: scheme %q refused: %w", r.URL.Scheme, ErrBlocked)
+	}
+	return s.base.RoundTrip(r)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// transport.
+func (s *schemeCheck) CloseIdleConnections() { s.base.CloseIdleConnections() }
