@@ -1,0 +1,261 @@
+// Package webhookhttp is the HTTP surface of a member's webhook (DESIGN §6,
+// §8): PUT registers the URL and shows the new secret once, GET shows the URL
+// and delivery stats, DELETE removes it, POST …/replay re-sends dead letters.
+// One constructor per function (world-webhook-set, -show, -remove, -replay),
+// so each Lambda's main calls exactly one and the linker drops the others.
+//
+// The storage is helper G's shared/webhook; this package names only what it
+// needs of it (the Store interfaces below), so the wiring adapts one to the
+// other. Auth is the route table's "member" through shared/access.
+package webhookhttp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/access"
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/routes"
+)
+
+// Function names (functions/ folders) and route keys.
+const (
+	FunctionSet    = "world-webhook-set"
+	FunctionShow   = "world-webhook-show"
+	FunctionRemove = "world-webhook-remove"
+	FunctionReplay = "world-webhook-replay"
+
+	RouteSet    = "PUT /v0/worlds/{world}/webhook"
+	RouteShow   = "GET /v0/worlds/{world}/webhook"
+	RouteRemove = "DELETE /v0/worlds/{world}/webhook"
+	RouteReplay = "POST /v0/worlds/{world}/webhook/replay"
+)
+
+// Setter stores a member's webhook URL with a fresh secret, replacing any
+// earlier one, and returns the secret.
+type Setter interface {
+	Set(ctx context.Context, world, awnID, url string) (secret string, err error)
+}
+
+// Stats are a webhook's delivery counters.
+type Stats struct {
+	Delivered     int64      `json:"delivered"`
+	Failed        int64      `json:"failed"`
+	DeadLettered  int64      `json:"deadLettered"`
+	LastError     string     `json:"lastError,omitempty"`
+	LastErrorAt   *time.Time `json:"lastErrorAt,omitempty"`
+	LastSuccessAt *time.Time `json:"lastSuccessAt,omitempty"`
+}
+
+// View is what GET shows: never the secret.
+type View struct {
+	URL            string    `json:"url"`
+	Enabled        bool      `json:"enabled"`
+	DisabledReason string    `json:"disabledReason,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	Stats          Stats     `json:"stats"`
+}
+
+// Shower reads a member's webhook; none is a NotFound *apierror.Error.
+type Shower interface {
+	Show(ctx context.Context, world, awnID string) (View, error)
+}
+
+// Remover deletes a member's webhook; none is a NotFound *apierror.Error.
+type Remover interface {
+	Remove(ctx context.Context, world, awnID string) error
+}
+
+// Replayer re-sends a member's dead-lettered deliveries made since a time
+// and returns how many it scheduled.
+type Replayer interface {
+	Replay(ctx context.Context, world, awnID string, since time.Time) (int, error)
+}
+
+// Auth is what the member routes' middleware needs (shared/worldhttp
+// builds it for every world function).
+type Auth struct {
+	Verifier *auth.Verifier
+	Keys     auth.KeyLookup
+	Members  access.MemberLookup
+	// Table overrides the route table (tests); each function serves its
+	// own routes of it.
+	Table []routes.Route
+}
+
+// Options are a handler's dependencies.
+type Options struct {
+	Log  *slog.Logger
+	Auth Auth
+	// URLs is the policy PUT validates URLs with (egress.ValidateURL): the
+	// zero value (https, public hosts) in Lambda; the harness allows http
+	// and loopback.
+	URLs egress.Options
+}
+
+// serve builds the access dispatcher of one function with one route.
+func serve(fn, route string, o Options, f func(http.ResponseWriter, *http.Request) error) (http.Handler, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	log := o.Log
+	wrapped := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
+				log.ErrorContext(r.Context(), "webhook request failed", "route", route, "err", err)
+			}
+			apierror.WriteWorld(w, err)
+		}
+	})
+	var table []routes.Route
+	for _, r := range o.Auth.Table {
+		if r.Function == fn {
+			table = append(table, r)
+		}
+	}
+	d, err := access.New(access.Config{
+		Function: fn,
+		Table:    table,
+		Routes:   map[string]access.Route{route: {Handler: wrapped}},
+		Verifier: o.Auth.Verifier,
+		Keys:     o.Auth.Keys,
+		Members:  o.Auth.Members,
+		Render:   apierror.WriteWorld,
+		Log:      o.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webhookhttp: %s: %w", fn, err)
+	}
+	return d, nil
+}
+
+// caller is the world in the path and the member who signed.
+func caller(r *http.Request) (world, awnID string, err error) {
+	id, ok := access.IdentityFrom(r.Context())
+	if !ok {
+		return "", "", errors.New("webhookhttp: no identity on a member route")
+	}
+	return access.Param(r, "world"), id.AWNID, nil
+}
+
+// ok writes the world envelope {"ok": true, "data": v}.
+func ok(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(struct {
+		OK   bool `json:"ok"`
+		Data any  `json:"data"`
+	}{true, v})
+	if err != nil {
+		return fmt.Errorf("webhookhttp: encode answer: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return nil
+}
+
+// NewSet serves PUT /v0/worlds/{world}/webhook: {"url"} → {url, secret}.
+// The secret is in this answer only.
+func NewSet(o Options, store Setter) (http.Handler, error) {
+	if store == nil {
+		return nil, errors.New("webhookhttp: no webhook store")
+	}
+	return serve(FunctionSet, RouteSet, o, func(w http.ResponseWriter, r *http.Request) error {
+		world, awnID, err := caller(r)
+		if err != nil {
+			return err
+		}
+		var in struct {
+			URL *string `json:"url"`
+		}
+		if err := access.DecodeJSON(access.Body(r), &in); err != nil {
+			return err
+		}
+		if in.URL == nil || *in.URL == "" {
+			return apierror.New(apierror.Invalid, "url is required")
+		}
+		u, err := egress.ValidateURL(*in.URL, o.URLs)
+		if err != nil {
+			return err
+		}
+		secret, err := store.Set(r.Context(), world, awnID, u.String())
+		if err != nil {
+			return fmt.Errorf("webhookhttp: set webhook: %w", err)
+		}
+		return ok(w, http.StatusOK, map[string]string{"url": u.String(), "secret": secret})
+	})
+}
+
+// NewShow serves GET /v0/worlds/{world}/webhook: the URL and its stats.
+func NewShow(o Options, store Shower) (http.Handler, error) {
+	if store == nil {
+		return nil, errors.New("webhookhttp: no webhook store")
+	}
+	return serve(FunctionShow, RouteShow, o, func(w http.ResponseWriter, r *http.Request) error {
+		world, awnID, err := caller(r)
+		if err != nil {
+			return err
+		}
+		v, err := store.Show(r.Context(), world, awnID)
+		if err != nil {
+			return fmt.Errorf("webhookhttp: show webhook: %w", err)
+		}
+		return ok(w, http.StatusOK, v)
+	})
+}
+
+// NewRemove serves DELETE /v0/worlds/{world}/webhook.
+func NewRemove(o Options, store Remover) (http.Handler, error) {
+	if store == nil {
+		return nil, errors.New("webhookhttp: no webhook store")
+	}
+	return serve(FunctionRemove, RouteRemove, o, func(w http.ResponseWriter, r *http.Request) error {
+		world, awnID, err := caller(r)
+		if err != nil {
+			return err
+		}
+		if err := store.Remove(r.Context(), world, awnID); err != nil {
+			return fmt.Errorf("webhookhttp: remove webhook: %w", err)
+		}
+		return ok(w, http.StatusOK, map[string]bool{"removed": true})
+	})
+}
+
+// NewReplay serves POST /v0/worlds/{world}/webhook/replay: {"since"}
+// (RFC 3339, required) → {replayed}.
+func NewReplay(o Options, store Replayer) (http.Handler, error) {
+	if store == nil {
+		return nil, errors.New("webhookhttp: no webhook store")
+	}
+	return serve(FunctionReplay, RouteReplay, o, func(w http.ResponseWriter, r *http.Request) error {
+		world, awnID, err := caller(r)
+		if err != nil {
+			return err
+		}
+		var in struct {
+			Since *string `json:"since"`
+		}
+		if err := access.DecodeJSON(access.Body(r), &in); err != nil {
+			return err
+		}
+		if in.Since == nil {
+			return apierror.New(apierror.Invalid, "since is required (RFC 3339)")
+		}
+		since, err := time.Parse(time.RFC3339Nano, *in.Since)
+		if err != nil {
+			return apierror.New(apierror.Invalid, "since is not an RFC 3339 time")
+		}
+		n, err := store.Replay(r.Context(), world, awnID, since)
+		if err != nil {
+			return fmt.Errorf("webhookhttp: replay: %w", err)
+		}
+		return ok(w, http.StatusOK, map[string]int{"replayed": n})
+	})
+}
