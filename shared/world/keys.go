@@ -1,0 +1,87 @@
+// Package world is the AWN world layer of DESIGN §6 written once over the
+// item API (store.Store), so it runs on memory, bolt and DynamoDB alike:
+// worlds and their manifests, membership with slots, the key lookups of
+// member routes, the event log with its visibility rules and long poll,
+// actions, and poll-based reachability. Direct messages live in package
+// inbox and per-agent rate limits in package ratelimit; both write the
+// items and events this package defines.
+//
+// # Items
+//
+//	item           pk                     sk                 type
+//	manifest       WORLD#<world>          MANIFEST           world
+//	member         WORLD#<world>          MEMBER#<awnId>     member
+//	member key     WORLD#<world>          MKEY#<keyid>       memberkey
+//	webhook        WORLD#<world>          WEBHOOK#<awnId>    webhook   (package webhook)
+//	shared event   EVENTS#<world>         <eventId>          event
+//	private event  EVENTS#<world>#<awnId> <eventId>          event
+//
+// The manifest holds the owner's key, the slot counter and the member
+// count. A member item holds what the agents list shows (slot, joinedAt,
+// metadata, subjectId) and lastPollAt; the member key item lets a member
+// route find the signing key of a keyid within one world with one Get.
+// Public and agents-visible events share one partition per world, private
+// events have one per recipient, so a poll is one Query of each; event ids
+// are ULIDs, so sort-key order is time order and an id is a cursor.
+package world
+
+import (
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Type attributes of the items this package owns, so a change-feed
+// consumer (the webhook dispatcher) tells items apart without parsing keys.
+const (
+	TypeWorld     = "world"
+	TypeMember    = "member"
+	TypeMemberKey = "memberkey"
+	TypeEvent     = "event"
+)
+
+// AttrType is the attribute every item of the table carries its type in.
+const AttrType = "type"
+
+const (
+	worldPrefix   = "WORLD#"
+	manifestSK    = "MANIFEST"
+	memberPrefix  = "MEMBER#"
+	mkeyPrefix    = "MKEY#"
+	webhookPrefix = "WEBHOOK#"
+	eventsPrefix  = "EVENTS#"
+)
+
+// WorldPK is the partition of a world's manifest, members, member keys and
+// webhooks.
+func WorldPK(world string) string { return worldPrefix + world }
+
+// ManifestKey is the key of a world's manifest.
+func ManifestKey(world string) store.Key { return store.Key{PK: WorldPK(world), SK: manifestSK} }
+
+// MemberKey is the key of awnID's membership of world.
+func MemberKey(world, awnID string) store.Key {
+	return store.Key{PK: WorldPK(world), SK: memberPrefix + awnID}
+}
+
+// MemberPrefix is the sort-key prefix of a world's member items.
+const MemberPrefix = memberPrefix
+
+// MemberKeyKey is the key of the item binding keyID to a member of world.
+func MemberKeyKey(world, keyID string) store.Key {
+	return store.Key{PK: WorldPK(world), SK: mkeyPrefix + keyID}
+}
+
+// WebhookKey is the key of awnID's webhook in world (package webhook owns
+// the item; leaving deletes it).
+func WebhookKey(world, awnID string) store.Key {
+	return store.Key{PK: WorldPK(world), SK: webhookPrefix + awnID}
+}
+
+// WebhookPrefix is the sort-key prefix of a world's webhook items.
+const WebhookPrefix = webhookPrefix
+
+// SharedEventsPK is the partition of a world's public and agents-visible
+// events.
+func SharedEventsPK(world string) string { return eventsPrefix + world }
+
+// PrivateEventsPK is the partition of the private events of one recipient.
+func PrivateEventsPK(world, awnID string) string { return eventsPrefix + world + "#" + awnID }

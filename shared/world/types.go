@@ -1,0 +1,49 @@
+package world
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"time"
+)
+
+// Manifest is a world as its owner describes it (PUT /v0/worlds/{world}).
+type Manifest struct {
+	// ID is the world's name in paths: ^[a-z0-9][a-z0-9-]{0,62}$.
+	ID          string
+	Name        string
+	Description string
+	Category    string
+	// Actions are the actions members may submit; none means any.
+	Actions []ActionSpec
+	// OwnerKey is the key that created the world and alone may update it.
+	OwnerKey   ed25519.PublicKey
+	OwnerKeyID string
+	// Members is how many agents are joined now.
+	Members   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ActionSpec is one action of a manifest.
+type ActionSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Member is one agent's membership of a world.
+type Member struct {
+	World     string
+	AWNID     string
+	KeyID     string
+	PublicKey ed25519.PublicKey
+	// Slot is a small integer unique within the world, allocated at join.
+	Slot int64
+	// SubjectID is the registry name bound to the same key when the agent
+	// joined (or rejoined), "" when none.
+	SubjectID string
+	// Metadata is what the agent passed at join (a JSON object), or nil.
+	Metadata json.RawMessage
+	JoinedAt time.Time
+	// LastPollAt is when the member last polled events (zero: never).
+	LastPollAt time.Time
+}
