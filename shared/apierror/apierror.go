@@ -9,6 +9,7 @@
 package apierror
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/a2awire/a2awire/shared/store"
 )
 
 // Kind classifies an error; it decides the status.
@@ -185,3 +188,18 @@ func Quote(s string) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// StoreRetryAfter is what a busy store asks the client to wait.
+const StoreRetryAfter = time.Second
+
+// FromStore maps a failure of the item API during op (e.g. "join world"):
+// an overloaded store or a request that ran out of time is Unavailable with
+// Retry-After, anything else Internal. The cause keeps op for logs; the
+// client sees neither.
+func FromStore(op string, err error) *Error {
+	err = fmt.Errorf("%s: %w", op, err)
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &Error{Kind: Unavailable, RetryAfter: StoreRetryAfter, Message: "the service is busy; retry shortly", Err: err}
+	}
+	return Wrap(Internal, err, "internal error; try again later")
+}

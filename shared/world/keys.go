@@ -15,6 +15,7 @@
 //	webhook        WORLD#<world>          WEBHOOK#<awnId>    webhook   (package webhook)
 //	shared event   EVENTS#<world>         <eventId>          event
 //	private event  EVENTS#<world>#<awnId> <eventId>          event
+//	message        INBOX#<world>#<awnId>  MSG#<messageId>    message   (package inbox)
 //
 // The manifest holds the owner's key, the slot counter and the member
 // count. A member item holds what the agents list shows (slot, joinedAt,
@@ -85,3 +86,7 @@ func SharedEventsPK(world string) string { return eventsPrefix + world }
 
 // PrivateEventsPK is the partition of the private events of one recipient.
 func PrivateEventsPK(world, awnID string) string { return eventsPrefix + world + "#" + awnID }
+
+// InboxPK is the partition of the direct messages waiting for awnID in
+// world (package inbox owns its items; leaving clears it).
+func InboxPK(world, awnID string) string { return "INBOX#" + world + "#" + awnID }
