@@ -32,6 +32,9 @@ func (s *Service) SubmitAction(ctx context.Context, world, awnID, action string,
 	if !actionNameRE.MatchString(action) {
 		return "", invalid("action must be 1–64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit; got %s", apierror.Quote(action))
 	}
+	if !validMember(world, awnID) {
+		return "", notJoined(world)
+	}
 	p, err := jsonObject("params", params, MaxParamsBytes)
 	if err != nil {
 		return "", err
@@ -146,6 +149,9 @@ func pollArgs(limit int, after string) (int, string, error) {
 }
 
 func (s *Service) events(ctx context.Context, world, awnID, after string, limit int) ([]Event, error) {
+	if !validMember(world, awnID) {
+		return nil, notJoined(world)
+	}
 	now := s.now()
 	sk := eventRange(after, now)
 	var pages [2][]Event

@@ -1,11 +1,13 @@
 package world
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -74,9 +76,24 @@ func decodeMember(world string, it store.Item) (Member, error) {
 	return m, nil
 }
 
+var (
+	awnIDRE = regexp.MustCompile(`^` + auth.AWNIDPrefix + `[0-9a-f]{64}$`)
+	keyIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+)
+
+// validMember reports whether world and awnID are well-formed, so that a
+// malformed one is answered as "not a member" without a store call (and
+// never reaches the store as an oversized key).
+func validMember(world, awnID string) bool {
+	return worldIDRE.MatchString(world) && awnIDRE.MatchString(awnID)
+}
+
 // readMember returns awnID's membership, or an error wrapping
 // store.ErrNotFound when there is none.
 func (s *Service) readMember(ctx context.Context, world, awnID string) (Member, error) {
+	if !validMember(world, awnID) {
+		return Member{}, fmt.Errorf("world: %w", store.ErrNotFound) // no such id can have joined
+	}
 	it, err := s.store.Get(ctx, MemberKey(world, awnID))
 	if err != nil {
 		return Member{}, err
@@ -332,7 +349,7 @@ func (s *Service) Members(ctx context.Context, world string) ([]Member, error) {
 	if !found {
 		return nil, worldNotFound(world)
 	}
-	slices.SortFunc(out, func(a, b Member) int { return int(a.Slot - b.Slot) })
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Slot, b.Slot) })
 	return out, nil
 }
 
@@ -353,7 +370,7 @@ func (s *Service) Member(ctx context.Context, world, awnID string) (Member, erro
 // of the member of world whose keyid is keyID (1 GetItem of MemberKeyKey).
 // No such member → an *apierror.Error of kind NotJoined.
 func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.PublicKey, string, error) {
-	if keyID == "" || !worldIDRE.MatchString(world) {
+	if !keyIDRE.MatchString(keyID) || !worldIDRE.MatchString(world) {
 		return nil, "", notJoined(world)
 	}
 	it, err := s.store.Get(ctx, MemberKeyKey(world, keyID))
@@ -374,6 +391,9 @@ func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.P
 // MarkPolled records that awnID polled events now: 1 UpdateItem of its
 // member item, conditioned on the member existing (NotJoined otherwise).
 func (s *Service) MarkPolled(ctx context.Context, world, awnID string) error {
+	if !validMember(world, awnID) {
+		return notJoined(world)
+	}
 	_, err := s.store.Write(ctx, store.Update(MemberKey(world, awnID)).
 		SetAttr(attrLastPollAt, store.N(s.now().UTC().UnixNano())).When(store.ItemExists()))
 	if errors.Is(err, store.ErrConditionFailed) {

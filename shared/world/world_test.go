@@ -368,10 +368,12 @@ func TestConcurrentJoinsDistinctKeys(t *testing.T) {
 		const n = 20
 		slots := make([]int64, n)
 		var wg sync.WaitGroup
+		gate := make(chan struct{})
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				<-gate
 				m, created, err := s.Join(ctx, "lobby", key(100+i), nil)
 				if err != nil || !created {
 					t.Errorf("join %d: created %v, %v", i, created, err)
@@ -379,6 +381,7 @@ func TestConcurrentJoinsDistinctKeys(t *testing.T) {
 				slots[i] = m.Slot
 			}()
 		}
+		close(gate)
 		wg.Wait()
 		sorted := slices.Sorted(slices.Values(slots))
 		if len(slices.Compact(slices.Clone(sorted))) != n || sorted[0] < 1 {
@@ -407,10 +410,12 @@ func TestConcurrentJoinsOneKey(t *testing.T) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		created := 0
+		gate := make(chan struct{})
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				<-gate
 				m, c, err := s.Join(ctx, "lobby", key(7), nil)
 				if err != nil {
 					t.Errorf("join %d: %v", i, err)
@@ -423,6 +428,7 @@ func TestConcurrentJoinsOneKey(t *testing.T) {
 				}
 			}()
 		}
+		close(gate)
 		wg.Wait()
 		if created != 1 {
 			t.Fatalf("%d joins reported creating the membership, want 1", created)
@@ -610,7 +616,7 @@ func TestMemberKeyNotJoined(t *testing.T) {
 			t.Fatalf("MemberKey = %x %q %v", pub, awnID, err)
 		}
 		for _, c := range []struct{ world, keyID string }{
-			{"lobby", auth.KeyID(key(2))}, {"other", m.KeyID}, {"nowhere", m.KeyID}, {"lobby", ""}, {"NOT A WORLD", m.KeyID},
+			{"lobby", auth.KeyID(key(2))}, {"other", m.KeyID}, {"nowhere", m.KeyID}, {"lobby", ""}, {"NOT A WORLD", m.KeyID}, {"lobby", strings.Repeat("k", 2000)},
 		} {
 			_, _, err := s.MemberKey(ctx, c.world, c.keyID)
 			wantKind(t, err, apierror.NotJoined)
@@ -681,11 +687,17 @@ func TestPingNonJoined(t *testing.T) {
 		if err := s.Leave(ctx, "lobby", left.AWNID); err != nil {
 			t.Fatal(err)
 		}
-		for _, target := range []string{auth.AWNID(key(9)), left.AWNID} {
+		for _, target := range []string{auth.AWNID(key(9)), left.AWNID, "", "aw:sha256:" + strings.Repeat("0", 2000)} {
 			_, err := s.Reachable(ctx, "lobby", target)
 			wantKind(t, err, apierror.NotFound)
 		}
 		wantKind(t, s.MarkPolled(ctx, "lobby", auth.AWNID(key(9))), apierror.NotJoined)
+		wantKind(t, s.MarkPolled(ctx, "lobby", strings.Repeat("a", 2000)), apierror.NotJoined)
+		wantKind(t, s.Leave(ctx, "lobby", strings.Repeat("a", 2000)), apierror.NotJoined)
+		_, err := s.Events(ctx, "lobby", strings.Repeat("a", 2000), "", 0)
+		wantKind(t, err, apierror.NotJoined)
+		_, err = s.SubmitAction(ctx, "lobby", "x", "move", nil)
+		wantKind(t, err, apierror.NotJoined)
 		if _, err := st.Get(ctx, world.MemberKey("lobby", auth.AWNID(key(9)))); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("MarkPolled of a non-member created an item: %v", err)
 		}
