@@ -123,6 +123,12 @@ func eventRange(after string, now time.Time) store.SortCond {
 // shared partition and one of the member's private partition, each of at
 // most limit items; the result is the limit smallest ids of the two pages
 // (correct because both are sorted).
+//
+// Ids come from each writer's clock, so ids made by one process are in
+// commit order, but an event written by another instance whose clock lags,
+// or whose write took longer than a later one's, can commit with an id
+// below a cursor a poller already passed; such a poller does not see it.
+// The webhook dispatcher reads the change feed instead and is not affected.
 func (s *Service) Events(ctx context.Context, world, awnID, after string, limit int) ([]Event, error) {
 	limit, after, err := pollArgs(limit, after)
 	if err != nil {
