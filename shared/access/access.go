@@ -7,6 +7,11 @@
 // silently lose its check; a route of the table without a handler, or a
 // handler without the hook its kind needs, is an error at start-up.
 //
+// Keys are found by Config.Keys (stored keys by keyid), by
+// Config.ParamKeys (keys within the resource the path names: a world's
+// members, so a non-member is refused with NOT_JOINED before anything
+// else), or, on signed routes, in the body (Route.BodyKey).
+//
 // Before any handler runs the body is read once, bounded (413 past the
 // limit), and handed on through Body; signed routes verify it against
 // Content-Digest. The authenticated identity (key, keyid, awnId) is put in
