@@ -59,6 +59,7 @@ import (
 	"mime"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -265,11 +266,15 @@ func checkContentType(ct string) error {
 		return apierror.New(apierror.Invalid, "contentType is %d characters; at most %d are accepted", utf8.RuneCountInString(ct), MaxContentTypeLen)
 	}
 	base, _, err := mime.ParseMediaType(ct)
-	if err != nil || !mediaType.MatchString(base) {
+	if err != nil || !mediaType.MatchString(base) || strings.IndexFunc(ct, notPrintableASCII) >= 0 {
 		return apierror.New(apierror.Invalid, "contentType must be a MIME type such as \"application/json\" or \"text/plain; charset=utf-8\", not %s", apierror.Quote(ct))
 	}
 	return nil
 }
+
+// notPrintableASCII is true for control characters and non-ASCII, which
+// mime.ParseMediaType trims or lets through in quoted parameter values.
+func notPrintableASCII(r rune) bool { return r < 0x20 || r > 0x7e }
 
 // preview is the content's JSON text cut to PreviewLen characters, never
 // inside a UTF-8 sequence.
