@@ -84,6 +84,11 @@ const (
 	// DefaultLimit and MaxLimit bound the messages of one Read.
 	DefaultLimit = 50
 	MaxLimit     = 100
+	// MaxReadBytes bounds the content one Read returns (at least one
+	// message is always returned): 100 messages of 64 KiB would not fit in
+	// a Lambda response (6 MB), and a consumed message that cannot be
+	// delivered would be lost. The rest waits for the next Read.
+	MaxReadBytes = 4 << 20
 	// TTL is how long a message waits in an inbox before it expires.
 	TTL = 7 * 24 * time.Hour
 	// maxAttempts bounds a consuming Read's retries after a concurrent
@@ -325,7 +330,7 @@ func decode(it store.Item) (Message, error) {
 
 // Read returns awnID's messages in world, oldest first: at most o.Limit of
 // the visible inbox (the newest MaxMessages unexpired messages) sent after
-// o.Since. Unless o.Peek it consumes them, exactly once: two concurrent
+// o.Since, and no more content than MaxReadBytes. Unless o.Peek it consumes them, exactly once: two concurrent
 // readers never both get a message. See the package doc for its cost.
 func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Message, error) {
 	limit := o.Limit
@@ -346,12 +351,14 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 			return nil, err
 		}
 		picked := make([]Message, 0, limit)
+		size := 0
 		for _, m := range visible {
-			if len(picked) == limit {
+			if len(picked) == limit || len(picked) > 0 && size+len(m.Content) > MaxReadBytes {
 				break
 			}
 			if m.SentAt.After(o.Since) || o.Since.IsZero() {
 				picked = append(picked, m)
+				size += len(m.Content)
 			}
 		}
 		if o.Peek {

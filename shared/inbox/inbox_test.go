@@ -534,3 +534,24 @@ func TestConcurrentSendsAndReaders(t *testing.T) {
 		}
 	})
 }
+
+// TestReadByteBudget: a Read returns at most 4 MiB of content, so 100
+// messages of 64 KiB take two Reads and none is consumed undelivered.
+func TestReadByteBudget(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		b := inbox.New(st)
+		join(t, st, lobby, alice, bob)
+		big := `"` + strings.Repeat("x", 64<<10-2) + `"`
+		var sent []string
+		for range 70 {
+			sent = append(sent, send(t, b, alice, bob, big).ID)
+		}
+		first := read(t, b, bob, inbox.ReadOptions{Limit: 100})
+		if !slices.Equal(ids(first), sent[:64]) {
+			t.Fatalf("first read returned %d messages of 64 KiB, want the oldest 64 (4 MiB)", len(first))
+		}
+		if rest := read(t, b, bob, inbox.ReadOptions{Limit: 100}); !slices.Equal(ids(rest), sent[64:]) {
+			t.Fatalf("second read returned %d messages, want the other 6", len(rest))
+		}
+	})
+}
