@@ -46,8 +46,10 @@
 // A consuming Read deletes what it returns in one Write, each Delete
 // conditioned on the message still existing. Of two concurrent readers that
 // picked the same message one Write succeeds and the other fails whole;
-// the loser queries again and retries (a bounded number of times, then
-// Unavailable), so no message is returned twice and none is lost.
+// the loser queries again and retries, so no message is returned twice and
+// none is lost. Retries are bounded: readers that keep racing for the same
+// inbox while messages keep arriving may get Unavailable (503 with
+// Retry-After), having consumed nothing.
 package inbox
 
 import (
@@ -56,6 +58,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"mime"
 	"regexp"
 	"slices"
@@ -92,8 +95,11 @@ const (
 	// TTL is how long a message waits in an inbox before it expires.
 	TTL = 7 * 24 * time.Hour
 	// maxAttempts bounds a consuming Read's retries after a concurrent
-	// reader took some of its messages.
-	maxAttempts = 8
+	// reader took some of its messages; retryPause is the most it waits
+	// (at random, times the attempt) before looking again, so that racing
+	// readers stop picking the same messages in lockstep.
+	maxAttempts = 10
+	retryPause  = 2 * time.Millisecond
 )
 
 // TypeMessage is the type attribute of message items.
@@ -344,7 +350,12 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 		return nil, apierror.New(apierror.Invalid, "the reader's awnId is required")
 	}
 	pk := world.InboxPK(w, awnID)
-	for range maxAttempts {
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			if err := pause(ctx, time.Duration(rand.Int64N(int64(attempt)*int64(retryPause)))); err != nil {
+				return nil, apierror.FromStore("read inbox", err)
+			}
+		}
 		now := b.now()
 		visible, boundary, dropped, err := b.window(ctx, pk, now)
 		if err != nil {
@@ -388,6 +399,18 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 	}
 	return nil, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
 		Message: "the inbox is being read by concurrent requests; retry"}
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // window returns the visible inbox oldest first, the sort key of its

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -553,5 +554,88 @@ func TestReadByteBudget(t *testing.T) {
 		if rest := read(t, b, bob, inbox.ReadOptions{Limit: 100}); !slices.Equal(ids(rest), sent[64:]) {
 			t.Fatalf("second read returned %d messages, want the other 6", len(rest))
 		}
+	})
+}
+
+// TestReadersRaceSenders: 4 consuming readers run while 100 messages are
+// sent concurrently. The inbox never holds more than 100, so none is
+// dropped: the readers' sets are disjoint and together every message sent.
+func TestReadersRaceSenders(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		b := inbox.New(st)
+		join(t, st, lobby, alice, bob)
+		const sends, senders, readers = 100, 10, 4
+		sent := make(chan string, sends)
+		var sendWG, readWG sync.WaitGroup
+		done := make(chan struct{})
+		got := make([][]string, readers)
+		errs := make([]error, readers)
+		var busy atomic.Int64
+		for r := range readers {
+			readWG.Add(1)
+			go func() {
+				defer readWG.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					ms, err := b.Read(ctx, lobby, bob, inbox.ReadOptions{Limit: 3})
+					if apierror.KindOf(err) == apierror.Unavailable {
+						busy.Add(1) // lost every race: nothing consumed, read again
+						continue
+					}
+					if err != nil {
+						errs[r] = err
+						return
+					}
+					got[r] = append(got[r], ids(ms)...)
+				}
+			}()
+		}
+		for g := range senders {
+			sendWG.Add(1)
+			go func() {
+				defer sendWG.Done()
+				for i := range sends / senders {
+					m, err := b.Send(ctx, lobby, alice, bob, json.RawMessage(fmt.Sprintf(`[%d,%d]`, g, i)), "")
+					if err != nil {
+						t.Errorf("send: %v", err)
+						return
+					}
+					sent <- m.ID
+				}
+			}()
+		}
+		sendWG.Wait()
+		close(done)
+		readWG.Wait()
+		close(sent)
+		rest := read(t, b, bob, inbox.ReadOptions{Limit: 100})
+		seen := map[string]bool{}
+		for r, g := range append(got, ids(rest)) {
+			if r < readers && errs[r] != nil {
+				t.Fatalf("reader %d: %v", r, errs[r])
+			}
+			for _, id := range g {
+				if seen[id] {
+					t.Fatalf("message %s returned twice", id)
+				}
+				seen[id] = true
+			}
+		}
+		for id := range sent {
+			if !seen[id] {
+				t.Fatalf("message %s was sent but no reader got it", id)
+			}
+			delete(seen, id)
+		}
+		if len(seen) != 0 {
+			t.Fatalf("readers got %d messages nobody sent", len(seen))
+		}
+		t.Logf("readers got %d, %d, %d, %d (%d reads were refused as busy); %d left for the last read",
+			len(got[0]), len(got[1]), len(got[2]), len(got[3]), busy.Load(), len(rest))
 	})
 }
