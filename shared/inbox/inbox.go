@@ -336,8 +336,13 @@ func decode(it store.Item) (Message, error) {
 
 // Read returns awnID's messages in world, oldest first: at most o.Limit of
 // the visible inbox (the newest MaxMessages unexpired messages) sent after
-// o.Since, and no more content than MaxReadBytes. Unless o.Peek it consumes them, exactly once: two concurrent
-// readers never both get a message. See the package doc for its cost.
+// o.Since, and no more content than MaxReadBytes. Unless o.Peek it
+// consumes them, exactly once: two concurrent readers never both get a
+// message. A consuming Read whose delete Write fails is an error and
+// returns nothing; if that Write's outcome is unknown (the connection
+// failed in flight), its messages may be gone: exactly once is kept by
+// never returning a message that may also have gone to someone else. See
+// the package doc for its cost.
 func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Message, error) {
 	limit := o.Limit
 	switch {
@@ -364,13 +369,14 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 		picked := make([]Message, 0, limit)
 		size := 0
 		for _, m := range visible {
+			if !o.Since.IsZero() && !m.SentAt.After(o.Since) {
+				continue
+			}
 			if len(picked) == limit || len(picked) > 0 && size+len(m.Content) > MaxReadBytes {
 				break
 			}
-			if m.SentAt.After(o.Since) || o.Since.IsZero() {
-				picked = append(picked, m)
-				size += len(m.Content)
-			}
+			picked = append(picked, m)
+			size += len(m.Content)
 		}
 		if o.Peek {
 			return picked, nil
