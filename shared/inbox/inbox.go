@@ -62,11 +62,13 @@ import (
 	"mime"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -206,18 +208,22 @@ var mediaType = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Z
 // Send stores a message from → to (both awnIds; the caller has
 // authenticated from as a member) in world's inbox of to, with its private
 // message.received event {messageId, from, contentType, preview} for to,
-// in one Write. content is any JSON value but null (at most
+// in one Write. A malformed world or sender is NotJoined and a malformed
+// recipient NotFound, without a store call. content is any JSON value but null (at most
 // MaxContentBytes; stored compacted); contentType defaults to
 // DefaultContentType and must look like a MIME type. A recipient that is
 // not a member of world → NotFound. Cost: one TransactWriteItems (a
 // ConditionCheck of the recipient's member item, the message Put and the
 // event Put).
 func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
-	if from == "" {
-		return Message{}, apierror.New(apierror.Invalid, "the sender's awnId is required")
+	if !worldIDRE.MatchString(w) || !awnIDRE.MatchString(from) {
+		return Message{}, notJoined() // no such id can have joined
 	}
 	if to == "" {
 		return Message{}, apierror.New(apierror.Invalid, "to is required: the recipient's awnId")
+	}
+	if !awnIDRE.MatchString(to) {
+		return Message{}, notMember(to) // no such id can have joined: no store call
 	}
 	body, err := checkContent(content)
 	if err != nil {
@@ -246,10 +252,30 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 	case err == nil:
 		return m, nil
 	case errors.As(err, &cf) && cf.Action == 0:
-		return Message{}, apierror.New(apierror.NotFound, "agent %s is not a member of this world", apierror.Quote(to))
+		return Message{}, notMember(to)
 	default:
 		return Message{}, apierror.FromStore("send message", err)
 	}
+}
+
+// Shapes of the ids that reach keys, as package world accepts them: a
+// malformed one cannot have joined, so it is answered without a store call
+// (and never reaches the store as an oversized key).
+var (
+	worldIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	awnIDRE   = regexp.MustCompile(`^` + regexp.QuoteMeta(auth.AWNIDPrefix) + `[0-9a-f]{64}$`)
+)
+
+func notMember(awnID string) error {
+	shown := apierror.Quote(awnID)
+	if awnIDRE.MatchString(awnID) {
+		shown = strconv.Quote(awnID) // well-formed: short enough to show whole
+	}
+	return apierror.New(apierror.NotFound, "agent %s is not a member of this world", shown)
+}
+
+func notJoined() error {
+	return apierror.New(apierror.NotJoined, "you are not a member of this world; join it first")
 }
 
 // checkContent validates content and returns it compacted.
@@ -351,8 +377,8 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 	case limit < 0 || limit > MaxLimit:
 		return nil, apierror.New(apierror.Invalid, "limit must be between 1 and %d, not %d", MaxLimit, o.Limit)
 	}
-	if awnID == "" {
-		return nil, apierror.New(apierror.Invalid, "the reader's awnId is required")
+	if !worldIDRE.MatchString(w) || !awnIDRE.MatchString(awnID) {
+		return nil, notJoined() // no such id can have joined
 	}
 	pk := world.InboxPK(w, awnID)
 	for attempt := range maxAttempts {

@@ -2,6 +2,7 @@ package inbox_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,9 +14,11 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/inbox"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/store/storetest/stores"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -27,11 +30,21 @@ func TestMain(m *testing.M) {
 	os.Exit(dynamolocal.Main(m, func(s *dynamolocal.Server) { local = s }))
 }
 
-const (
-	lobby = "lobby"
-	alice = "awn_alice"
-	bob   = "awn_bob"
-	carol = "awn_carol"
+const lobby = "lobby"
+
+// key returns a deterministic Ed25519 public key numbered n.
+func key(n int) ed25519.PublicKey {
+	seed := make([]byte, ed25519.SeedSize)
+	copy(seed, fmt.Sprintf("inbox-test-key-%d", n))
+	return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+}
+
+// The agents of the tests (key 0 owns the worlds).
+var (
+	alice = auth.AWNID(key(1))
+	bob   = auth.AWNID(key(2))
+	carol = auth.AWNID(key(3))
+	keyOf = map[string]ed25519.PublicKey{alice: key(1), bob: key(2), carol: key(3)}
 )
 
 var t0 = time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
@@ -56,17 +69,22 @@ func everyEngine(t *testing.T, f func(t *testing.T, st store.Store)) {
 	}
 }
 
-// join makes awnIDs members of w by writing their member items, as
-// world's Join does (Send only checks that the item exists).
+// join creates world w (owned by key 0) unless it exists and joins the
+// agents named by awnIDs to it through package world.
 func join(t testing.TB, st store.Store, w string, awnIDs ...string) {
 	t.Helper()
+	ctx := context.Background()
+	s := world.New(st)
+	if _, err := s.GetWorld(ctx, w); apierror.KindOf(err) == apierror.NotFound {
+		if _, _, err := s.PutWorld(ctx, world.Manifest{ID: w, Name: w, Description: "a test world", Category: "test"}, key(0)); err != nil {
+			t.Fatalf("create world %s: %v", w, err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range awnIDs {
-		_, err := st.Write(context.Background(), store.Put(world.MemberKey(w, id), store.Item{
-			world.AttrType: store.S(world.TypeMember),
-			"awnId":        store.S(id),
-		}))
-		if err != nil {
-			t.Fatal(err)
+		if _, _, err := s.Join(ctx, w, keyOf[id], nil); err != nil {
+			t.Fatalf("join %s: %v", w, err)
 		}
 	}
 }
@@ -181,8 +199,10 @@ func TestSendMessageSuccess(t *testing.T) {
 		if n := len(partition(t, st, world.PrivateEventsPK(lobby, alice))); n != 0 {
 			t.Fatalf("alice's private partition holds %d items, want 0", n)
 		}
-		if n := len(partition(t, st, world.SharedEventsPK(lobby))); n != 0 {
-			t.Fatalf("the shared event partition holds %d items, want 0", n)
+		for _, e := range events(t, st, world.SharedEventsPK(lobby)) {
+			if e.Type != world.AgentJoined {
+				t.Fatalf("the shared event partition holds a %s event; only the joins belong there", e.Type)
+			}
 		}
 		if n := len(partition(t, st, world.InboxPK(lobby, alice))); n != 0 {
 			t.Fatalf("alice's inbox holds %d items, want 0", n)
@@ -642,5 +662,59 @@ func TestReadersRaceSenders(t *testing.T) {
 		}
 		t.Logf("readers got %d, %d, %d, %d (%d reads were refused as busy); %d left for the last read",
 			len(got[0]), len(got[1]), len(got[2]), len(got[3]), busy.Load(), len(rest))
+	})
+}
+
+// TestMalformedIDs: ids no member can have are answered without a store
+// call — an oversized recipient must not reach the store as a key (500).
+func TestMalformedIDs(t *testing.T) {
+	st := &storetest.Counting{Store: stores.Memory().Open(t)}
+	join(t, st, lobby, alice, bob)
+	b := inbox.New(st)
+	ctx := context.Background()
+	st.Take()
+	huge := strings.Repeat("a", 3000)
+	for _, to := range []string{huge, "awn_bob", auth.AWNIDPrefix + "XYZ", strings.ToUpper(bob)} {
+		_, err := b.Send(ctx, lobby, alice, to, json.RawMessage(`1`), "")
+		if e := wantKind(t, err, apierror.NotFound); len(e.Message) > 200 {
+			t.Fatalf("message of %d bytes echoes the recipient", len(e.Message))
+		}
+	}
+	for _, c := range []struct{ w, from string }{{lobby, huge}, {huge, alice}, {"Lobby", alice}, {lobby, ""}} {
+		_, err := b.Send(ctx, c.w, c.from, bob, json.RawMessage(`1`), "")
+		wantKind(t, err, apierror.NotJoined)
+		_, err = b.Read(ctx, c.w, c.from, inbox.ReadOptions{})
+		wantKind(t, err, apierror.NotJoined)
+	}
+	if got := st.Take(); got != [3]int64{} {
+		t.Fatalf("malformed ids made store calls %v", got)
+	}
+}
+
+// TestMessagesCleanupOnLeave: leaving (package world) deletes the inbox;
+// a rejoin starts with an empty one.
+func TestMessagesCleanupOnLeave(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		b := inbox.New(st)
+		join(t, st, lobby, alice, bob)
+		for i := range 120 {
+			send(t, b, alice, bob, fmt.Sprint(i))
+		}
+		send(t, b, bob, alice, `"stays"`)
+		if err := world.New(st).Leave(context.Background(), lobby, bob); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(partition(t, st, world.InboxPK(lobby, bob))); n != 0 {
+			t.Fatalf("after leaving, bob's inbox partition holds %d items", n)
+		}
+		_, err := b.Send(context.Background(), lobby, alice, bob, json.RawMessage(`1`), "")
+		wantKind(t, err, apierror.NotFound)
+		join(t, st, lobby, bob)
+		if got := read(t, b, bob, inbox.ReadOptions{Peek: true}); len(got) != 0 {
+			t.Fatalf("bob rejoined to %d old messages", len(got))
+		}
+		if got := read(t, b, alice, inbox.ReadOptions{}); len(got) != 1 {
+			t.Fatalf("alice's inbox %d messages, want her 1: bob's leave must not touch it", len(got))
+		}
 	})
 }

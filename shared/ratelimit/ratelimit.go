@@ -26,11 +26,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
 )
 
@@ -92,6 +94,12 @@ const (
 	attrN    = "n"
 	// keep is how long a window item outlives its window.
 	keep = 3 * time.Minute
+)
+
+// Shapes of world ids and awnIds, as package world accepts them.
+var (
+	worldIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	awnIDRE   = regexp.MustCompile(`^` + regexp.QuoteMeta(auth.AWNIDPrefix) + `[0-9a-f]{64}$`)
 )
 
 // WindowKey is the key of the item counting awnID's op requests in world
@@ -157,11 +165,17 @@ func (l *Limiter) Limit(op Op) int { return l.limits[op] }
 // Allow counts one op request by awnID in world and reports whether it is
 // within the limit: nil, or a RateLimited *apierror.Error whose RetryAfter
 // is the time left until the current minute ends. Cost: one conditional
-// UpdateItem, no read. A refused request is not counted.
+// UpdateItem, no read. A refused request is not counted. A malformed world
+// or awnId (no member has one) is NotJoined without a store call.
 func (l *Limiter) Allow(ctx context.Context, world, awnID string, op Op) error {
 	limit, ok := l.limits[op]
 	if !ok {
 		return apierror.Wrap(apierror.Internal, fmt.Errorf("ratelimit: no limit for operation %q", op), "internal error; try again later")
+	}
+	if !worldIDRE.MatchString(world) || !awnIDRE.MatchString(awnID) {
+		// No member has such ids, and they must not reach the store as
+		// oversized keys (a 500).
+		return apierror.New(apierror.NotJoined, "you are not a member of this world; join it first")
 	}
 	now := l.now()
 	end := time.Unix((minute(now)+1)*60, 0)

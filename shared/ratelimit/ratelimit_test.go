@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
@@ -29,6 +30,12 @@ func TestMain(m *testing.M) {
 }
 
 const lobby = "lobby"
+
+// Agents: well-formed awnIds.
+var (
+	agentA = auth.AWNIDPrefix + strings.Repeat("a", 64)
+	agentB = auth.AWNIDPrefix + strings.Repeat("b", 64)
+)
 
 // t0 is 10 s into a minute.
 var t0 = time.Date(2026, 12, 1, 7, 0, 10, 0, time.UTC)
@@ -108,11 +115,11 @@ func TestAllowWindow(t *testing.T) {
 		if l.Limit(ratelimit.Send) != 3 || l.Limit(ratelimit.Read) != 60 {
 			t.Fatalf("limits send %d read %d, want 3 and the default 60", l.Limit(ratelimit.Send), l.Limit(ratelimit.Read))
 		}
-		if n := allowed(t, l, "awn_a", ratelimit.Send, 3); n != 3 {
+		if n := allowed(t, l, agentA, ratelimit.Send, 3); n != 3 {
 			t.Fatalf("%d of the first 3 sends allowed", n)
 		}
 		c.Set(t0.Add(20*time.Second + 300*time.Millisecond)) // 30.3 s into the minute
-		err := l.Allow(context.Background(), lobby, "awn_a", ratelimit.Send)
+		err := l.Allow(context.Background(), lobby, agentA, ratelimit.Send)
 		if apierror.KindOf(err) != apierror.RateLimited {
 			t.Fatalf("the 4th send: %v, want RateLimited", err)
 		}
@@ -127,27 +134,27 @@ func TestAllowWindow(t *testing.T) {
 			t.Fatalf("code %s status %d", e.WorldCode(), e.Kind.Status())
 		}
 		// Other ops, agents and worlds have their own counts.
-		if n := allowed(t, l, "awn_a", ratelimit.Read, 5); n != 5 {
+		if n := allowed(t, l, agentA, ratelimit.Read, 5); n != 5 {
 			t.Fatalf("reads allowed %d, want 5: send's count must not touch read", n)
 		}
-		if n := allowed(t, l, "awn_b", ratelimit.Send, 4); n != 3 {
+		if n := allowed(t, l, agentB, ratelimit.Send, 4); n != 3 {
 			t.Fatalf("another agent's sends allowed %d of 4, want 3", n)
 		}
-		if err := l.Allow(context.Background(), "other-world", "awn_a", ratelimit.Send); err != nil {
+		if err := l.Allow(context.Background(), "other-world", agentA, ratelimit.Send); err != nil {
 			t.Fatalf("the same agent in another world: %v", err)
 		}
 		// The last instant of the minute is still refused; the next
 		// minute starts afresh.
 		c.Set(time.Date(2026, 12, 1, 7, 0, 59, 999_999_999, time.UTC))
-		if n := allowed(t, l, "awn_a", ratelimit.Send, 1); n != 0 {
+		if n := allowed(t, l, agentA, ratelimit.Send, 1); n != 0 {
 			t.Fatal("a send in the last nanosecond of a full window was allowed")
 		}
 		c.Set(time.Date(2026, 12, 1, 7, 1, 0, 0, time.UTC))
-		if n := allowed(t, l, "awn_a", ratelimit.Send, 5); n != 3 {
+		if n := allowed(t, l, agentA, ratelimit.Send, 5); n != 3 {
 			t.Fatalf("the next minute allowed %d of 5, want 3", n)
 		}
 		// The window item expires a few minutes after its window.
-		it, err := st.Get(context.Background(), ratelimit.WindowKey(lobby, "awn_a", ratelimit.Send, c.Now()))
+		it, err := st.Get(context.Background(), ratelimit.WindowKey(lobby, agentA, ratelimit.Send, c.Now()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,17 +166,27 @@ func TestAllowWindow(t *testing.T) {
 		if n, _ := it.Int("n"); n != 3 {
 			t.Fatalf("window count %d, want 3 (refused requests are not counted)", n)
 		}
-		if it.Key().PK != "RATE#lobby#awn_a" || it.Key().SK != "send#"+strconv.FormatInt(c.Now().Unix()/60, 10) {
+		if it.Key().PK != "RATE#lobby#"+agentA || it.Key().SK != "send#"+strconv.FormatInt(c.Now().Unix()/60, 10) {
 			t.Fatalf("window key %v", it.Key())
 		}
 	})
 }
 
-func TestUnknownOp(t *testing.T) {
-	l := ratelimit.New(&storetest.Counting{Store: stores.Memory().Open(t)}, nil)
-	err := l.Allow(context.Background(), lobby, "awn_a", "teleport")
+func TestUnknownOpAndMalformedIDs(t *testing.T) {
+	st := &storetest.Counting{Store: stores.Memory().Open(t)}
+	l := ratelimit.New(st, nil)
+	err := l.Allow(context.Background(), lobby, agentA, "teleport")
 	if apierror.KindOf(err) != apierror.Internal {
 		t.Fatalf("unknown op: %v, want Internal", err)
+	}
+	huge := strings.Repeat("x", 3000)
+	for _, c := range []struct{ w, a string }{{huge, agentA}, {lobby, huge}, {lobby, "awn_a"}, {"Lobby", agentA}} {
+		if err := l.Allow(context.Background(), c.w, c.a, ratelimit.Send); apierror.KindOf(err) != apierror.NotJoined {
+			t.Fatalf("malformed ids: %v, want NotJoined", err)
+		}
+	}
+	if got := st.Take(); got != [3]int64{} {
+		t.Fatalf("refusals made store calls %v", got)
 	}
 }
 
@@ -186,7 +203,7 @@ func TestConcurrentLimit(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := l.Allow(context.Background(), lobby, "awn_a", ratelimit.Ping)
+				err := l.Allow(context.Background(), lobby, agentA, ratelimit.Ping)
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -220,8 +237,8 @@ func TestSharedAcrossInstances(t *testing.T) {
 	var wg sync.WaitGroup
 	var n1, n2 int
 	wg.Add(2)
-	go func() { defer wg.Done(); n1 = allowed(t, l1, "awn_a", ratelimit.Actions, 8) }()
-	go func() { defer wg.Done(); n2 = allowed(t, l2, "awn_a", ratelimit.Actions, 8) }()
+	go func() { defer wg.Done(); n1 = allowed(t, l1, agentA, ratelimit.Actions, 8) }()
+	go func() { defer wg.Done(); n2 = allowed(t, l2, agentA, ratelimit.Actions, 8) }()
 	wg.Wait()
 	if n1+n2 != 10 {
 		t.Fatalf("two instances allowed %d + %d of 16 calls, want 10 in all", n1, n2)
@@ -237,7 +254,7 @@ func TestCost(t *testing.T) {
 	l := ratelimit.New(st, ratelimit.Limits{ratelimit.Send: 1}, ratelimit.WithClock(c.Now))
 	m.Take()
 	for i := range 2 { // the first is allowed, the second refused
-		err := l.Allow(context.Background(), lobby, "awn_a", ratelimit.Send)
+		err := l.Allow(context.Background(), lobby, agentA, ratelimit.Send)
 		if (i == 0 && err != nil) || (i == 1 && apierror.KindOf(err) != apierror.RateLimited) {
 			t.Fatalf("call %d: %v", i, err)
 		}
