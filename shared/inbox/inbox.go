@@ -68,7 +68,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/shared/apierror"
-	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -216,13 +215,13 @@ var mediaType = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Z
 // ConditionCheck of the recipient's member item, the message Put and the
 // event Put).
 func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
-	if !worldIDRE.MatchString(w) || !awnIDRE.MatchString(from) {
+	if !world.ValidID(w) || !world.ValidAWNID(from) {
 		return Message{}, notJoined() // no such id can have joined
 	}
 	if to == "" {
 		return Message{}, apierror.New(apierror.Invalid, "to is required: the recipient's awnId")
 	}
-	if !awnIDRE.MatchString(to) {
+	if !world.ValidAWNID(to) {
 		return Message{}, notMember(to) // no such id can have joined: no store call
 	}
 	body, err := checkContent(content)
@@ -258,17 +257,9 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 	}
 }
 
-// Shapes of the ids that reach keys, as package world accepts them: a
-// malformed one cannot have joined, so it is answered without a store call
-// (and never reaches the store as an oversized key).
-var (
-	worldIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	awnIDRE   = regexp.MustCompile(`^` + regexp.QuoteMeta(auth.AWNIDPrefix) + `[0-9a-f]{64}$`)
-)
-
 func notMember(awnID string) error {
 	shown := apierror.Quote(awnID)
-	if awnIDRE.MatchString(awnID) {
+	if world.ValidAWNID(awnID) {
 		shown = strconv.Quote(awnID) // well-formed: short enough to show whole
 	}
 	return apierror.New(apierror.NotFound, "agent %s is not a member of this world", shown)
@@ -377,7 +368,7 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 	case limit < 0 || limit > MaxLimit:
 		return nil, apierror.New(apierror.Invalid, "limit must be between 1 and %d, not %d", MaxLimit, o.Limit)
 	}
-	if !worldIDRE.MatchString(w) || !awnIDRE.MatchString(awnID) {
+	if !world.ValidID(w) || !world.ValidAWNID(awnID) {
 		return nil, notJoined() // no such id can have joined
 	}
 	pk := world.InboxPK(w, awnID)

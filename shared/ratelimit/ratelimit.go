@@ -26,14 +26,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
-	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
+	worlds "github.com/a2awire/a2awire/shared/world"
 )
 
 // Op is a rate-limited operation.
@@ -94,12 +93,6 @@ const (
 	attrN    = "n"
 	// keep is how long a window item outlives its window.
 	keep = 3 * time.Minute
-)
-
-// Shapes of world ids and awnIds, as package world accepts them.
-var (
-	worldIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	awnIDRE   = regexp.MustCompile(`^` + regexp.QuoteMeta(auth.AWNIDPrefix) + `[0-9a-f]{64}$`)
 )
 
 // WindowKey is the key of the item counting awnID's op requests in world
@@ -172,7 +165,7 @@ func (l *Limiter) Allow(ctx context.Context, world, awnID string, op Op) error {
 	if !ok {
 		return apierror.Wrap(apierror.Internal, fmt.Errorf("ratelimit: no limit for operation %q", op), "internal error; try again later")
 	}
-	if !worldIDRE.MatchString(world) || !awnIDRE.MatchString(awnID) {
+	if !worlds.ValidID(world) || !worlds.ValidAWNID(awnID) {
 		// No member has such ids, and they must not reach the store as
 		// oversized keys (a 500).
 		return apierror.New(apierror.NotJoined, "you are not a member of this world; join it first")
