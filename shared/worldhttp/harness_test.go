@@ -57,7 +57,8 @@ func newAgent(t *testing.T, base string, seed byte) *agent {
 
 func (a *agent) awnID() string { return auth.AWNID(pub(a.key)) }
 
-// call sends a signed request and decodes the envelope's data.
+// call sends a signed request and decodes the envelope's data, or its
+// error when wantStatus is not a success.
 func (a *agent) call(method, path, body string, wantStatus int) map[string]any {
 	a.t.Helper()
 	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
@@ -72,11 +73,15 @@ func (a *agent) call(method, path, body string, wantStatus int) map[string]any {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	var env struct {
-		OK   bool           `json:"ok"`
-		Data map[string]any `json:"data"`
+		OK    bool           `json:"ok"`
+		Data  map[string]any `json:"data"`
+		Error map[string]any `json:"error"`
 	}
-	if err := json.Unmarshal(raw, &env); err != nil || resp.StatusCode != wantStatus {
+	if err := json.Unmarshal(raw, &env); err != nil || resp.StatusCode != wantStatus || env.OK != (wantStatus < 300) {
 		a.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, wantStatus)
+	}
+	if !env.OK {
+		return env.Error
 	}
 	return env.Data
 }
@@ -167,9 +172,13 @@ func TestAgentCommunicationE2E(t *testing.T) {
 
 	// A stranger is NOT_JOINED; after B leaves, B is too.
 	stranger := newAgent(t, srv.URL, 12)
-	stranger.call("GET", "/v0/worlds/lobby/agents", "", 401)
+	if e := stranger.call("GET", "/v0/worlds/lobby/agents", "", 401); e["code"] != "NOT_JOINED" {
+		t.Errorf("stranger: %v, want NOT_JOINED", e)
+	}
 	b.call("POST", "/v0/worlds/lobby/leave", "", 200)
-	b.call("GET", "/v0/worlds/lobby/messages", "", 401)
+	if e := b.call("GET", "/v0/worlds/lobby/messages", "", 401); e["code"] != "NOT_JOINED" {
+		t.Errorf("after leaving: %v, want NOT_JOINED", e)
+	}
 	if list := a.call("GET", "/v0/worlds/lobby/agents", "", 200); list["count"] != 1.0 {
 		t.Errorf("after B left: %v", list)
 	}
