@@ -34,6 +34,9 @@ type loadResult struct {
 	errors    int
 	elapsed   time.Duration
 	latencies []time.Duration
+	// cpu is the CPU time the whole process (load generator, server,
+	// GC) used during the run.
+	cpu time.Duration
 }
 
 // load sends punctual pings to url from conns keep-alive connections, each
@@ -49,6 +52,7 @@ func load(ctx context.Context, url string, conns int, d time.Duration, total int
 	var mu sync.Mutex
 	res := loadResult{}
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for range conns {
 		wg.Go(func() {
@@ -85,6 +89,7 @@ func load(ctx context.Context, url string, conns int, d time.Duration, total int
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)
+	res.cpu = processCPU() - cpu0
 	res.requests = len(res.latencies)
 	return res
 }
@@ -96,6 +101,16 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	}
 	i := int(float64(len(sorted)-1) * p / 100)
 	return sorted[i]
+}
+
+// processCPU is the user and system CPU time this process has used; zero
+// when the kernel will not say.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -163,6 +178,7 @@ func harnessRow(ctx context.Context, conns, rounds int, round time.Duration) Row
 			acc.requests += r.requests
 			acc.errors += r.errors
 			acc.elapsed += r.elapsed
+			acc.cpu += r.cpu
 			acc.latencies = append(acc.latencies, r.latencies...)
 			rps[t.name] = float64(r.requests) / r.elapsed.Seconds()
 		}
@@ -183,13 +199,19 @@ func harnessRow(ctx context.Context, conns, rounds int, round time.Duration) Row
 		vals[name+"_rps"] = float64(r.requests) / r.elapsed.Seconds()
 		vals[name+"_p50_ms"] = ms(percentile(r.latencies, 50))
 		vals[name+"_p99_ms"] = ms(percentile(r.latencies, 99))
+		vals[name+"_cpu_us_per_req"] = float64(r.cpu.Microseconds()) / float64(max(r.requests, 1))
 	}
 	ratio := vals["harness_rps"] / vals["bare_rps"]
 	vals["ratio"], vals["round_ratio_min"], vals["round_ratio_max"] = ratio, lo, hi
+	// CPU per request, bare ÷ harness: what the throughput ratio would be
+	// if both were bound by this process's CPU alone, steadier than the
+	// rates when other work shares the machine.
+	vals["cpu_ratio"] = vals["bare_cpu_us_per_req"] / vals["harness_cpu_us_per_req"]
 	row.Values = vals
 	row.Status = within(ratio >= 0.7)
-	row.Result = fmt.Sprintf("%.2f (rounds %.2f–%.2f; harness %.0f req/s, p50 %.2f ms, p99 %.2f ms; bare %.0f req/s, p50 %.2f ms, p99 %.2f ms)",
-		ratio, lo, hi, vals["harness_rps"], vals["harness_p50_ms"], vals["harness_p99_ms"], vals["bare_rps"], vals["bare_p50_ms"], vals["bare_p99_ms"])
+	row.Result = fmt.Sprintf("%.2f (rounds %.2f–%.2f; harness %.0f req/s, p50 %.2f ms, p99 %.2f ms, %.0f µs CPU/req; bare %.0f req/s, p50 %.2f ms, p99 %.2f ms, %.0f µs CPU/req; CPU ratio %.2f)",
+		ratio, lo, hi, vals["harness_rps"], vals["harness_p50_ms"], vals["harness_p99_ms"], vals["harness_cpu_us_per_req"],
+		vals["bare_rps"], vals["bare_p50_ms"], vals["bare_p99_ms"], vals["bare_cpu_us_per_req"], vals["cpu_ratio"])
 	return row
 }
 

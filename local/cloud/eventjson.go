@@ -1,0 +1,533 @@
+package cloud
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// This file serializes the gateway's events and parses the functions'
+// answers without reflection. The bytes are the ones encoding/json would
+// produce and accept (the tests and fuzz targets compare the two on every
+// input): the JSON round trip Lambda does is kept, only the cost of
+// encoding/json's reflection on the gateway's side of it is not.
+
+// AppendEvent appends e as JSON to dst: byte for byte what json.Marshal(e)
+// returns (field order, omitempty, map keys sorted, the same string
+// escaping), written directly for the fixed payload-format-2.0 shape. An
+// event with an authorizer (which carries free-form values) is handed to
+// json.Marshal.
+func AppendEvent(dst []byte, e *events.APIGatewayV2HTTPRequest) ([]byte, error) {
+	if e.RequestContext.Authorizer != nil {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, b...), nil
+	}
+	dst = append(dst, `{"version":`...)
+	dst = appendJSONString(dst, e.Version)
+	dst = append(dst, `,"routeKey":`...)
+	dst = appendJSONString(dst, e.RouteKey)
+	dst = append(dst, `,"rawPath":`...)
+	dst = appendJSONString(dst, e.RawPath)
+	dst = append(dst, `,"rawQueryString":`...)
+	dst = appendJSONString(dst, e.RawQueryString)
+	if len(e.Cookies) > 0 {
+		dst = append(dst, `,"cookies":`...)
+		dst = appendStrings(dst, e.Cookies)
+	}
+	dst = append(dst, `,"headers":`...)
+	dst = appendStringMap(dst, e.Headers)
+	if len(e.QueryStringParameters) > 0 {
+		dst = append(dst, `,"queryStringParameters":`...)
+		dst = appendStringMap(dst, e.QueryStringParameters)
+	}
+	if len(e.PathParameters) > 0 {
+		dst = append(dst, `,"pathParameters":`...)
+		dst = appendStringMap(dst, e.PathParameters)
+	}
+	rc := &e.RequestContext
+	dst = append(dst, `,"requestContext":{"routeKey":`...)
+	dst = appendJSONString(dst, rc.RouteKey)
+	dst = append(dst, `,"accountId":`...)
+	dst = appendJSONString(dst, rc.AccountID)
+	dst = append(dst, `,"stage":`...)
+	dst = appendJSONString(dst, rc.Stage)
+	dst = append(dst, `,"requestId":`...)
+	dst = appendJSONString(dst, rc.RequestID)
+	dst = append(dst, `,"apiId":`...)
+	dst = appendJSONString(dst, rc.APIID)
+	dst = append(dst, `,"domainName":`...)
+	dst = appendJSONString(dst, rc.DomainName)
+	dst = append(dst, `,"domainPrefix":`...)
+	dst = appendJSONString(dst, rc.DomainPrefix)
+	dst = append(dst, `,"time":`...)
+	dst = appendJSONString(dst, rc.Time)
+	dst = append(dst, `,"timeEpoch":`...)
+	dst = strconv.AppendInt(dst, rc.TimeEpoch, 10)
+	h := &rc.HTTP
+	dst = append(dst, `,"http":{"method":`...)
+	dst = appendJSONString(dst, h.Method)
+	dst = append(dst, `,"path":`...)
+	dst = appendJSONString(dst, h.Path)
+	dst = append(dst, `,"protocol":`...)
+	dst = appendJSONString(dst, h.Protocol)
+	dst = append(dst, `,"sourceIp":`...)
+	dst = appendJSONString(dst, h.SourceIP)
+	dst = append(dst, `,"userAgent":`...)
+	dst = appendJSONString(dst, h.UserAgent)
+	// encoding/json never omits a struct, omitempty or not.
+	c := &rc.Authentication.ClientCert
+	dst = append(dst, `},"authentication":{"clientCert":{"clientCertPem":`...)
+	dst = appendJSONString(dst, c.ClientCertPem)
+	dst = append(dst, `,"issuerDN":`...)
+	dst = appendJSONString(dst, c.IssuerDN)
+	dst = append(dst, `,"serialNumber":`...)
+	dst = appendJSONString(dst, c.SerialNumber)
+	dst = append(dst, `,"subjectDN":`...)
+	dst = appendJSONString(dst, c.SubjectDN)
+	dst = append(dst, `,"validity":{"notAfter":`...)
+	dst = appendJSONString(dst, c.Validity.NotAfter)
+	dst = append(dst, `,"notBefore":`...)
+	dst = appendJSONString(dst, c.Validity.NotBefore)
+	dst = append(dst, `}}}}`...)
+	if len(e.StageVariables) > 0 {
+		dst = append(dst, `,"stageVariables":`...)
+		dst = appendStringMap(dst, e.StageVariables)
+	}
+	if e.Body != "" {
+		dst = append(dst, `,"body":`...)
+		dst = appendJSONString(dst, e.Body)
+	}
+	if e.IsBase64Encoded {
+		dst = append(dst, `,"isBase64Encoded":true}`...)
+	} else {
+		dst = append(dst, `,"isBase64Encoded":false}`...)
+	}
+	return dst, nil
+}
+
+// appendStringMap writes m as encoding/json does: null when nil, keys in
+// byte order.
+func appendStringMap(dst []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(dst, "null"...)
+	}
+	// A fixed array keeps the key list of a usual event off the heap.
+	var buf [32]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, m[k])
+	}
+	return append(dst, '}')
+}
+
+func appendStrings(dst []byte, s []string) []byte {
+	dst = append(dst, '[')
+	for i, v := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, v)
+	}
+	return append(dst, ']')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s as encoding/json does by default: the HTML
+// characters <, > and & and the separators U+2028 and U+2029 escaped as
+// \u sequences, control characters as \b \f \n \r \t or \u00XX, and every
+// byte that is not valid UTF-8 replaced by \ufffd.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// parseResponse reads a function's answer the way json.Unmarshal into an
+// events.APIGatewayV2HTTPResponse would, for the answers functions give in
+// practice: one object whose keys are the struct's own names, each at most
+// once, with values of the field's JSON type or null. It reports false for
+// anything else — other spellings of a key, unknown keys, nulls inside
+// arrays or maps, numbers that are not plain integers, surrogate escapes,
+// invalid UTF-8 or invalid JSON — and the caller hands those to
+// json.Unmarshal, which decides them (and words the error).
+func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
+	var resp events.APIGatewayV2HTTPResponse
+	p := respParser{data: data}
+	if !p.consume('{') {
+		return resp, false
+	}
+	var seen uint8
+	if !p.consume('}') {
+		for {
+			key, ok := p.rawString()
+			if !ok || !p.consume(':') {
+				return resp, false
+			}
+			var bit uint8
+			switch key {
+			case "statusCode":
+				bit = 1
+				if !p.null() {
+					if resp.StatusCode, ok = p.integer(); !ok {
+						return resp, false
+					}
+				}
+			case "headers":
+				bit = 2
+				if !p.null() {
+					if resp.Headers, ok = p.stringMap(); !ok {
+						return resp, false
+					}
+				}
+			case "multiValueHeaders":
+				bit = 4
+				if !p.null() {
+					if resp.MultiValueHeaders, ok = p.stringsMap(); !ok {
+						return resp, false
+					}
+				}
+			case "body":
+				bit = 8
+				if !p.null() {
+					if resp.Body, ok = p.str(); !ok {
+						return resp, false
+					}
+				}
+			case "isBase64Encoded":
+				bit = 16
+				if !p.null() {
+					if resp.IsBase64Encoded, ok = p.boolean(); !ok {
+						return resp, false
+					}
+				}
+			case "cookies":
+				bit = 32
+				if !p.null() {
+					if resp.Cookies, ok = p.strings(); !ok {
+						return resp, false
+					}
+				}
+			default:
+				return resp, false
+			}
+			if seen&bit != 0 {
+				return resp, false
+			}
+			seen |= bit
+			if p.consume(',') {
+				continue
+			}
+			if p.consume('}') {
+				break
+			}
+			return resp, false
+		}
+	}
+	p.space()
+	return resp, p.i == len(p.data)
+}
+
+// respParser is the cursor of parseResponse; every method skips leading
+// white space and reports false on input it does not take.
+type respParser struct {
+	data []byte
+	i    int
+}
+
+func (p *respParser) space() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *respParser) consume(c byte) bool {
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *respParser) literal(s string) bool {
+	p.space()
+	if len(p.data)-p.i >= len(s) && string(p.data[p.i:p.i+len(s)]) == s {
+		p.i += len(s)
+		return true
+	}
+	return false
+}
+
+func (p *respParser) null() bool { return p.literal("null") }
+
+func (p *respParser) boolean() (bool, bool) {
+	if p.literal("true") {
+		return true, true
+	}
+	return false, p.literal("false")
+}
+
+// integer takes a JSON number without fraction or exponent that fits an int.
+func (p *respParser) integer() (int, bool) {
+	p.space()
+	start := p.i
+	if p.i < len(p.data) && p.data[p.i] == '-' {
+		p.i++
+	}
+	digits := p.i
+	for p.i < len(p.data) && p.data[p.i] >= '0' && p.data[p.i] <= '9' {
+		p.i++
+	}
+	n := p.i - digits
+	if n == 0 || n > 18 || (n > 1 && p.data[digits] == '0') {
+		return 0, false
+	}
+	if p.i < len(p.data) && (p.data[p.i] == '.' || p.data[p.i] == 'e' || p.data[p.i] == 'E') {
+		return 0, false
+	}
+	v, err := strconv.Atoi(string(p.data[start:p.i]))
+	return v, err == nil
+}
+
+// rawString returns a string's bytes when it has no escapes (object keys).
+func (p *respParser) rawString() (string, bool) {
+	p.space()
+	if p.i >= len(p.data) || p.data[p.i] != '"' {
+		return "", false
+	}
+	for j := p.i + 1; j < len(p.data); j++ {
+		switch c := p.data[j]; {
+		case c == '"':
+			s := string(p.data[p.i+1 : j])
+			p.i = j + 1
+			return s, true
+		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// str takes a JSON string: valid UTF-8, the escapes of RFC 8259 except
+// surrogate pairs.
+func (p *respParser) str() (string, bool) {
+	p.space()
+	if p.i >= len(p.data) || p.data[p.i] != '"' {
+		return "", false
+	}
+	start := p.i + 1
+	j := start
+	ascii := true
+	for ; j < len(p.data); j++ {
+		c := p.data[j]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			return p.escaped(start)
+		}
+		if c < 0x20 {
+			return "", false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if j >= len(p.data) {
+		return "", false
+	}
+	raw := p.data[start:j]
+	if !ascii && !utf8.Valid(raw) {
+		return "", false
+	}
+	p.i = j + 1
+	return string(raw), true
+}
+
+// escaped decodes a string with escapes whose contents start at start.
+func (p *respParser) escaped(start int) (string, bool) {
+	out := make([]byte, 0, 64)
+	j := start
+	for j < len(p.data) {
+		c := p.data[j]
+		switch {
+		case c == '"':
+			if !utf8.Valid(out) {
+				return "", false
+			}
+			p.i = j + 1
+			return string(out), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			out = append(out, c)
+			j++
+			continue
+		}
+		if j+1 >= len(p.data) {
+			return "", false
+		}
+		switch e := p.data[j+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if j+6 > len(p.data) {
+				return "", false
+			}
+			v, err := strconv.ParseUint(string(p.data[j+2:j+6]), 16, 16)
+			if err != nil || (v >= 0xD800 && v < 0xE000) {
+				return "", false
+			}
+			out = utf8.AppendRune(out, rune(v))
+			j += 6
+			continue
+		default:
+			return "", false
+		}
+		j += 2
+	}
+	return "", false
+}
+
+func (p *respParser) strings() ([]string, bool) {
+	if !p.consume('[') {
+		return nil, false
+	}
+	out := []string{}
+	if p.consume(']') {
+		return out, true
+	}
+	for {
+		s, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+		if p.consume(',') {
+			continue
+		}
+		return out, p.consume(']')
+	}
+}
+
+// object calls value for each key of an object, whose value value reads.
+func (p *respParser) object(value func(key string) bool) bool {
+	if !p.consume('{') {
+		return false
+	}
+	if p.consume('}') {
+		return true
+	}
+	for {
+		k, ok := p.str()
+		if !ok || !p.consume(':') || !value(k) {
+			return false
+		}
+		if p.consume(',') {
+			continue
+		}
+		return p.consume('}')
+	}
+}
+
+func (p *respParser) stringMap() (map[string]string, bool) {
+	m := map[string]string{}
+	ok := p.object(func(k string) bool {
+		v, ok := p.str()
+		m[k] = v
+		return ok
+	})
+	return m, ok
+}
+
+func (p *respParser) stringsMap() (map[string][]string, bool) {
+	m := map[string][]string{}
+	ok := p.object(func(k string) bool {
+		if p.null() {
+			m[k] = nil
+			return true
+		}
+		v, ok := p.strings()
+		m[k] = v
+		return ok
+	})
+	return m, ok
+}
