@@ -12,12 +12,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 )
@@ -53,8 +55,9 @@ type PanicError struct {
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Entry is one function's Lambda entry: the very function its main passes
-// to lambda.Start, driven through lambda.NewHandler so that every event is
-// serialized to JSON and decoded again as in Lambda.
+// to lambda.Start, driven as lambda.NewHandler drives it so that every
+// event is serialized to JSON and decoded again as in Lambda (an HTTP API
+// function's by httpHandler, which does the same without reflection).
 //
 // A lambda.Handler serves one invocation at a time (its output buffer is
 // reused by the next call), as one Lambda execution environment does, so
@@ -192,16 +195,57 @@ func (e *Entry) release(w *worker) {
 
 // run serves jobs until jobs is closed.
 func (w *worker) run(fn any) {
-	h := lambda.NewHandler(fn)
+	h := newHandler(fn)
 	for j := range w.jobs {
 		r, panicked := invokeHandler(h, j)
 		if panicked {
 			// Lambda replaces an execution environment whose function
 			// panicked; a fresh handler is the nearest thing here.
-			h = lambda.NewHandler(fn)
+			h = newHandler(fn)
 		}
 		w.done <- r
 	}
+}
+
+// HTTPHandler is the signature of an HTTP API function's entry (what
+// shared/lambdahttp.Entry returns).
+type HTTPHandler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// newHandler is lambda.NewHandler(fn), except for an HTTPHandler: that one
+// is driven by httpHandler, which does what lambda.NewHandler's reflection
+// does for that signature with the same bytes in and out.
+func newHandler(fn any) lambda.Handler {
+	if f, ok := fn.(HTTPHandler); ok {
+		return &httpHandler{fn: f}
+	}
+	return lambda.NewHandler(fn)
+}
+
+// httpHandler runs an HTTPHandler as lambda.NewHandler does — the event
+// decoded as by json.Decoder.Decode, the response encoded as by a
+// json.Encoder without HTML escaping and its newline dropped — but with
+// parseEvent and AppendResponse instead of reflection (encoding/json
+// decides every event parseEvent does not take). The tests hold the two
+// to the same output for the same payload.
+type httpHandler struct {
+	fn  HTTPHandler
+	out []byte // reused by the next invocation, as lambda.NewHandler's buffer is
+}
+
+func (h *httpHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	ev, ok := parseEvent(payload)
+	if !ok {
+		ev = events.APIGatewayV2HTTPRequest{}
+		if err := json.NewDecoder(bytes.NewReader(payload)).Decode(&ev); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := h.fn(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	h.out = AppendResponse(h.out[:0], &resp)
+	return h.out, nil
 }
 
 // invokeHandler runs one invocation, turning a panic into a *PanicError.

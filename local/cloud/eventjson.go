@@ -111,9 +111,12 @@ func AppendEvent(dst []byte, e *events.APIGatewayV2HTTPRequest) ([]byte, error) 
 	return dst, nil
 }
 
-// appendStringMap writes m as encoding/json does: null when nil, keys in
-// byte order.
-func appendStringMap(dst []byte, m map[string]string) []byte {
+// appendStringMap writes m as json.Marshal does.
+func appendStringMap(dst []byte, m map[string]string) []byte { return appendMap(dst, m, true) }
+
+// appendMap writes m as encoding/json does: null when nil, keys in byte
+// order, strings escaped as appendString does.
+func appendMap(dst []byte, m map[string]string, html bool) []byte {
 	if m == nil {
 		return append(dst, "null"...)
 	}
@@ -129,37 +132,32 @@ func appendStringMap(dst []byte, m map[string]string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = appendString(dst, k, html)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, m[k])
+		dst = appendString(dst, m[k], html)
 	}
 	return append(dst, '}')
 }
 
-func appendStrings(dst []byte, s []string) []byte {
-	dst = append(dst, '[')
-	for i, v := range s {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, v)
-	}
-	return append(dst, ']')
-}
+func appendStrings(dst []byte, s []string) []byte { return appendStringList(dst, s, true) }
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString quotes s as encoding/json does by default: the HTML
-// characters <, > and & and the separators U+2028 and U+2029 escaped as
-// \u sequences, control characters as \b \f \n \r \t or \u00XX, and every
-// byte that is not valid UTF-8 replaced by \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
+// appendJSONString quotes s as json.Marshal does.
+func appendJSONString(dst []byte, s string) []byte { return appendString(dst, s, true) }
+
+// appendString quotes s as encoding/json does: the separators U+2028 and
+// U+2029 escaped as \u sequences, and so the HTML characters <, > and &
+// when html is set (json.Marshal's default), control characters as \b \f
+// \n \r \t or \u00XX, and every byte that is not valid UTF-8 replaced by
+// \ufffd.
+func appendString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || (b != '<' && b != '>' && b != '&')) {
 				i++
 				continue
 			}
@@ -530,4 +528,226 @@ func (p *respParser) stringsMap() (map[string][]string, bool) {
 		return ok
 	})
 	return m, ok
+}
+
+// fields reads an object whose keys are among names, each at most once
+// and spelled exactly so, calling value with the key's index to read its
+// value; null for the whole object is taken as no object at all.
+func (p *respParser) fields(names []string, value func(i int) bool) bool {
+	if p.null() {
+		return true
+	}
+	if !p.consume('{') {
+		return false
+	}
+	if p.consume('}') {
+		return true
+	}
+	var seen uint64
+	for {
+		key, ok := p.rawString()
+		if !ok || !p.consume(':') {
+			return false
+		}
+		i := slices.Index(names, key)
+		if i < 0 || seen&(1<<i) != 0 {
+			return false
+		}
+		seen |= 1 << i
+		if !value(i) {
+			return false
+		}
+		if p.consume(',') {
+			continue
+		}
+		return p.consume('}')
+	}
+}
+
+// into reads a string (null leaves *dst as it is, as encoding/json does).
+func (p *respParser) into(dst *string) bool {
+	if p.null() {
+		return true
+	}
+	s, ok := p.str()
+	*dst = s
+	return ok
+}
+
+// mapInto reads a string map or null (a nil map).
+func (p *respParser) mapInto(dst *map[string]string) bool {
+	if p.null() {
+		*dst = nil
+		return true
+	}
+	m, ok := p.stringMap()
+	*dst = m
+	return ok
+}
+
+var (
+	eventFields = []string{"version", "routeKey", "rawPath", "rawQueryString", "cookies", "headers",
+		"queryStringParameters", "pathParameters", "requestContext", "stageVariables", "body", "isBase64Encoded"}
+	contextFields = []string{"routeKey", "accountId", "stage", "requestId", "authorizer", "apiId", "domainName",
+		"domainPrefix", "time", "timeEpoch", "http", "authentication"}
+	httpFields     = []string{"method", "path", "protocol", "sourceIp", "userAgent"}
+	authnFields    = []string{"clientCert"}
+	certFields     = []string{"clientCertPem", "issuerDN", "serialNumber", "subjectDN", "validity"}
+	validityFields = []string{"notAfter", "notBefore"}
+)
+
+// parseEvent reads a payload-format-2.0 event as encoding/json would into
+// an events.APIGatewayV2HTTPRequest, for events of the shape API Gateway
+// sends without an authorizer; like parseResponse it reports false for
+// anything else, which the caller hands to encoding/json.
+func parseEvent(data []byte) (events.APIGatewayV2HTTPRequest, bool) {
+	var e events.APIGatewayV2HTTPRequest
+	p := respParser{data: data}
+	rc := &e.RequestContext
+	ok := p.fields(eventFields, func(i int) bool {
+		switch i {
+		case 0:
+			return p.into(&e.Version)
+		case 1:
+			return p.into(&e.RouteKey)
+		case 2:
+			return p.into(&e.RawPath)
+		case 3:
+			return p.into(&e.RawQueryString)
+		case 4:
+			if p.null() {
+				return true
+			}
+			var ok bool
+			e.Cookies, ok = p.strings()
+			return ok
+		case 5:
+			return p.mapInto(&e.Headers)
+		case 6:
+			return p.mapInto(&e.QueryStringParameters)
+		case 7:
+			return p.mapInto(&e.PathParameters)
+		case 8:
+			return p.requestContext(rc)
+		case 9:
+			return p.mapInto(&e.StageVariables)
+		case 10:
+			return p.into(&e.Body)
+		default:
+			if p.null() {
+				return true
+			}
+			var ok bool
+			e.IsBase64Encoded, ok = p.boolean()
+			return ok
+		}
+	})
+	if !ok {
+		return e, false
+	}
+	p.space()
+	return e, p.i == len(p.data)
+}
+
+func (p *respParser) requestContext(rc *events.APIGatewayV2HTTPRequestContext) bool {
+	return p.fields(contextFields, func(i int) bool {
+		switch i {
+		case 0:
+			return p.into(&rc.RouteKey)
+		case 1:
+			return p.into(&rc.AccountID)
+		case 2:
+			return p.into(&rc.Stage)
+		case 3:
+			return p.into(&rc.RequestID)
+		case 4:
+			return p.null() // an authorizer's free-form values are left to encoding/json
+		case 5:
+			return p.into(&rc.APIID)
+		case 6:
+			return p.into(&rc.DomainName)
+		case 7:
+			return p.into(&rc.DomainPrefix)
+		case 8:
+			return p.into(&rc.Time)
+		case 9:
+			if p.null() {
+				return true
+			}
+			v, ok := p.integer()
+			rc.TimeEpoch = int64(v)
+			return ok
+		case 10:
+			h := &rc.HTTP
+			return p.fields(httpFields, func(i int) bool {
+				return p.into([]*string{&h.Method, &h.Path, &h.Protocol, &h.SourceIP, &h.UserAgent}[i])
+			})
+		default:
+			c := &rc.Authentication.ClientCert
+			return p.fields(authnFields, func(int) bool {
+				return p.fields(certFields, func(i int) bool {
+					if i == 4 {
+						v := &c.Validity
+						return p.fields(validityFields, func(i int) bool {
+							return p.into([]*string{&v.NotAfter, &v.NotBefore}[i])
+						})
+					}
+					return p.into([]*string{&c.ClientCertPem, &c.IssuerDN, &c.SerialNumber, &c.SubjectDN}[i])
+				})
+			})
+		}
+	})
+}
+
+// AppendResponse appends resp as JSON to dst: byte for byte what
+// lambda.NewHandler's encoder writes for a handler's response (json.Encoder
+// without HTML escaping, the trailing newline removed).
+func AppendResponse(dst []byte, resp *events.APIGatewayV2HTTPResponse) []byte {
+	dst = append(dst, `{"statusCode":`...)
+	dst = strconv.AppendInt(dst, int64(resp.StatusCode), 10)
+	dst = append(dst, `,"headers":`...)
+	dst = appendMap(dst, resp.Headers, false)
+	dst = append(dst, `,"multiValueHeaders":`...)
+	if resp.MultiValueHeaders == nil {
+		dst = append(dst, "null"...)
+	} else {
+		var buf [32]string
+		keys := buf[:0]
+		for k := range resp.MultiValueHeaders {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, k, false)
+			dst = append(dst, ':')
+			dst = appendStringList(dst, resp.MultiValueHeaders[k], false)
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"body":`...)
+	dst = appendString(dst, resp.Body, false)
+	if resp.IsBase64Encoded {
+		dst = append(dst, `,"isBase64Encoded":true`...)
+	}
+	dst = append(dst, `,"cookies":`...)
+	dst = appendStringList(dst, resp.Cookies, false)
+	return append(dst, '}')
+}
+
+func appendStringList(dst []byte, s []string, html bool) []byte {
+	if s == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, v := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, v, html)
+	}
+	return append(dst, ']')
 }
