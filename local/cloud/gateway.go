@@ -228,8 +228,9 @@ func (g *Gateway) readBody(r *http.Request) (body []byte, held int64, status int
 	if r.Body == nil || r.ContentLength == 0 {
 		return nil, held, 0, nil
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), g.bodyWait)
-	defer cancel()
+	// The wait's deadline is set up only when the budget runs short:
+	// the usual request gets its bytes at once, without a timer.
+	var ctx context.Context
 	// The body is read in fixed chunks and copied once, at its final size,
 	// so buffering costs what was sent and not a doubling slice's slack.
 	var chunks []*[]byte
@@ -243,8 +244,15 @@ func (g *Gateway) readBody(r *http.Request) (body []byte, held int64, status int
 		if total >= limit+1 {
 			return nil, held, http.StatusRequestEntityTooLarge, errors.New("body exceeds what a Lambda event can carry")
 		}
-		if err := g.bodies.acquire(ctx, chunkSize); err != nil {
-			return nil, held, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
+		if !g.bodies.tryAcquire(chunkSize) {
+			if ctx == nil { // once per request: the wait is for the whole body
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(r.Context(), g.bodyWait)
+				defer cancel()
+			}
+			if err := g.bodies.acquire(ctx, chunkSize); err != nil {
+				return nil, held, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
+			}
 		}
 		held += chunkSize
 		c := g.chunks.Get().(*[]byte)
@@ -280,6 +288,17 @@ type budget struct {
 }
 
 func newBudget(n int64) *budget { return &budget{free: n, wake: make(chan struct{})} }
+
+// tryAcquire takes n bytes if they are free now.
+func (b *budget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.free >= n {
+		b.free -= n
+		return true
+	}
+	return false
+}
 
 func (b *budget) acquire(ctx context.Context, n int64) error {
 	for {
@@ -373,10 +392,13 @@ func BuildEvent(r *http.Request, route routes.Route, params map[string]string, b
 
 // buildEvent is BuildEvent with the request id the gateway chose.
 func buildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time, requestID string) events.APIGatewayV2HTTPRequest {
-	headers := map[string]string{}
+	headers := make(map[string]string, len(r.Header)+4)
 	var cookies []string
 	for k, vs := range r.Header {
-		lk := strings.ToLower(k)
+		lk, ok := lowerHeaders[k]
+		if !ok {
+			lk = strings.ToLower(k)
+		}
 		if lk == "cookie" {
 			for _, v := range vs {
 				for c := range strings.SplitSeq(v, ";") {
@@ -408,10 +430,12 @@ func buildEvent(r *http.Request, route routes.Route, params map[string]string, b
 	}
 
 	var query map[string]string
-	if q := r.URL.Query(); len(q) > 0 {
-		query = make(map[string]string, len(q))
-		for k, vs := range q {
-			query[k] = strings.Join(vs, ",")
+	if r.URL.RawQuery != "" {
+		if q := r.URL.Query(); len(q) > 0 {
+			query = make(map[string]string, len(q))
+			for k, vs := range q {
+				query[k] = strings.Join(vs, ",")
+			}
 		}
 	}
 	if len(params) == 0 {
@@ -434,7 +458,7 @@ func buildEvent(r *http.Request, route routes.Route, params map[string]string, b
 			RequestID:    requestID,
 			APIID:        "local",
 			DomainName:   r.Host,
-			DomainPrefix: strings.Split(r.Host, ".")[0],
+			DomainPrefix: domainPrefix(r.Host),
 			Time:         now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
 			TimeEpoch:    now.UnixMilli(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
@@ -457,6 +481,24 @@ func buildEvent(r *http.Request, route routes.Route, params map[string]string, b
 		}
 	}
 	return e
+}
+
+// lowerHeaders spares the common header names a lower-casing copy per
+// request; it is read-only.
+var lowerHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
+		"Connection", "Content-Digest", "Content-Length", "Content-Type", "Cookie", "Host", "Idempotency-Key",
+		"Origin", "Referer", "Signature", "Signature-Input", "User-Agent", "X-Forwarded-For", "X-Request-Id"} {
+		m[k] = strings.ToLower(k)
+	}
+	return m
+}()
+
+// domainPrefix is the first label of host, as API Gateway reports it.
+func domainPrefix(host string) string {
+	prefix, _, _ := strings.Cut(host, ".")
+	return prefix
 }
 
 // decodeResponse reads a function's JSON answer and its body.
