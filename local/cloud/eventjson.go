@@ -143,6 +143,14 @@ func appendStrings(dst []byte, s []string) []byte { return appendStringList(dst,
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII marks the bytes json.Marshal copies as they are; read-only.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
 // appendJSONString quotes s as json.Marshal does.
 func appendJSONString(dst []byte, s string) []byte { return appendString(dst, s, true) }
 
@@ -157,7 +165,7 @@ func appendString(dst []byte, s string, html bool) []byte {
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && (!html || (b != '<' && b != '>' && b != '&')) {
+			if plainASCII[b] || (!html && (b == '<' || b == '>' || b == '&')) {
 				i++
 				continue
 			}
@@ -533,7 +541,7 @@ func (p *respParser) stringsMap() (map[string][]string, bool) {
 // fields reads an object whose keys are among names, each at most once
 // and spelled exactly so, calling value with the key's index to read its
 // value; null for the whole object is taken as no object at all.
-func (p *respParser) fields(names []string, value func(i int) bool) bool {
+func (p *respParser) fields(names fieldNames, value func(i int) bool) bool {
 	if p.null() {
 		return true
 	}
@@ -549,7 +557,7 @@ func (p *respParser) fields(names []string, value func(i int) bool) bool {
 		if !ok || !p.consume(':') {
 			return false
 		}
-		i := slices.Index(names, key)
+		i := names.index(key)
 		if i < 0 || seen&(1<<i) != 0 {
 			return false
 		}
@@ -585,15 +593,35 @@ func (p *respParser) mapInto(dst *map[string]string) bool {
 	return ok
 }
 
+// fieldNames are an object's keys, in their struct's order; an index into
+// a map, not a scan of the list, since an event has dozens of keys.
+type fieldNames map[string]int
+
+func (f fieldNames) index(key string) int {
+	if i, ok := f[key]; ok {
+		return i
+	}
+	return -1
+}
+
+func names(keys ...string) fieldNames {
+	f := make(fieldNames, len(keys))
+	for i, k := range keys {
+		f[k] = i
+	}
+	return f
+}
+
+// The keys of the event's objects; read-only.
 var (
-	eventFields = []string{"version", "routeKey", "rawPath", "rawQueryString", "cookies", "headers",
-		"queryStringParameters", "pathParameters", "requestContext", "stageVariables", "body", "isBase64Encoded"}
-	contextFields = []string{"routeKey", "accountId", "stage", "requestId", "authorizer", "apiId", "domainName",
-		"domainPrefix", "time", "timeEpoch", "http", "authentication"}
-	httpFields     = []string{"method", "path", "protocol", "sourceIp", "userAgent"}
-	authnFields    = []string{"clientCert"}
-	certFields     = []string{"clientCertPem", "issuerDN", "serialNumber", "subjectDN", "validity"}
-	validityFields = []string{"notAfter", "notBefore"}
+	eventFields = names("version", "routeKey", "rawPath", "rawQueryString", "cookies", "headers",
+		"queryStringParameters", "pathParameters", "requestContext", "stageVariables", "body", "isBase64Encoded")
+	contextFields = names("routeKey", "accountId", "stage", "requestId", "authorizer", "apiId", "domainName",
+		"domainPrefix", "time", "timeEpoch", "http", "authentication")
+	httpFields     = names("method", "path", "protocol", "sourceIp", "userAgent")
+	authnFields    = names("clientCert")
+	certFields     = names("clientCertPem", "issuerDN", "serialNumber", "subjectDN", "validity")
+	validityFields = names("notAfter", "notBefore")
 )
 
 // parseEvent reads a payload-format-2.0 event as encoding/json would into
