@@ -233,43 +233,43 @@ func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 				return resp, false
 			}
 			var bit uint8
-			switch key {
-			case "statusCode":
+			switch respFields.index(key) {
+			case 0:
 				bit = 1
 				if !p.null() {
 					if resp.StatusCode, ok = p.integer(); !ok {
 						return resp, false
 					}
 				}
-			case "headers":
+			case 1:
 				bit = 2
 				if !p.null() {
 					if resp.Headers, ok = p.stringMap(); !ok {
 						return resp, false
 					}
 				}
-			case "multiValueHeaders":
+			case 2:
 				bit = 4
 				if !p.null() {
 					if resp.MultiValueHeaders, ok = p.stringsMap(); !ok {
 						return resp, false
 					}
 				}
-			case "body":
+			case 3:
 				bit = 8
 				if !p.null() {
 					if resp.Body, ok = p.str(); !ok {
 						return resp, false
 					}
 				}
-			case "isBase64Encoded":
+			case 4:
 				bit = 16
 				if !p.null() {
 					if resp.IsBase64Encoded, ok = p.boolean(); !ok {
 						return resp, false
 					}
 				}
-			case "cookies":
+			case 5:
 				bit = 32
 				if !p.null() {
 					if resp.Cookies, ok = p.strings(); !ok {
@@ -363,23 +363,24 @@ func (p *respParser) integer() (int, bool) {
 	return v, err == nil
 }
 
-// rawString returns a string's bytes when it has no escapes (object keys).
-func (p *respParser) rawString() (string, bool) {
+// rawString returns a string's bytes when it has no escapes (object keys),
+// without a copy: fieldNames.index looks them up as they are.
+func (p *respParser) rawString() ([]byte, bool) {
 	p.space()
 	if p.i >= len(p.data) || p.data[p.i] != '"' {
-		return "", false
+		return nil, false
 	}
 	for j := p.i + 1; j < len(p.data); j++ {
 		switch c := p.data[j]; {
 		case c == '"':
-			s := string(p.data[p.i+1 : j])
+			s := p.data[p.i+1 : j]
 			p.i = j + 1
 			return s, true
 		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return "", false
+			return nil, false
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // str takes a JSON string: valid UTF-8, the escapes of RFC 8259 except
@@ -597,8 +598,8 @@ func (p *respParser) mapInto(dst *map[string]string) bool {
 // a map, not a scan of the list, since an event has dozens of keys.
 type fieldNames map[string]int
 
-func (f fieldNames) index(key string) int {
-	if i, ok := f[key]; ok {
+func (f fieldNames) index(key []byte) int {
+	if i, ok := f[string(key)]; ok {
 		return i
 	}
 	return -1
@@ -612,8 +613,9 @@ func names(keys ...string) fieldNames {
 	return f
 }
 
-// The keys of the event's objects; read-only.
+// The keys of the event's and the response's objects; read-only.
 var (
+	respFields  = names("statusCode", "headers", "multiValueHeaders", "body", "isBase64Encoded", "cookies")
 	eventFields = names("version", "routeKey", "rawPath", "rawQueryString", "cookies", "headers",
 		"queryStringParameters", "pathParameters", "requestContext", "stageVariables", "body", "isBase64Encoded")
 	contextFields = names("routeKey", "accountId", "stage", "requestId", "authorizer", "apiId", "domainName",
