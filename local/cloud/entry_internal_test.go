@@ -19,12 +19,17 @@ func idleWorkers(e *Entry) int {
 func TestEntryWorkersFollowPeakConcurrency(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Unix(1e9, 0)
+	// The waiting invocations all return once all 8 are running, so 8
+	// run at once however slowly the goroutines get started.
+	var inside sync.WaitGroup
+	inside.Add(8)
 	e := NewEntry("echo", func(ctx context.Context, in struct{ Wait bool }) (string, error) {
 		if in.Wait {
-			time.Sleep(20 * time.Millisecond)
+			inside.Done()
+			inside.Wait()
 		}
 		return "ok", nil
-	}, time.Second)
+	}, time.Minute)
 	e.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	var wg sync.WaitGroup
 	for range 8 {
