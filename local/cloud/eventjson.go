@@ -221,7 +221,7 @@ func appendString(dst []byte, s string, html bool) []byte {
 // json.Unmarshal, which decides them (and words the error).
 func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 	var resp events.APIGatewayV2HTTPResponse
-	p := respParser{data: data}
+	p := newParser(data)
 	if !p.consume('{') {
 		return resp, false
 	}
@@ -301,7 +301,14 @@ func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 type respParser struct {
 	data []byte
 	i    int
+	// src is data as one string: a value without escapes is a substring
+	// of it rather than a copy of its own, one allocation per payload
+	// instead of one per value (the values keep the payload's few KB
+	// alive as long as any of them lives).
+	src string
 }
+
+func newParser(data []byte) respParser { return respParser{data: data, src: string(data)} }
 
 func (p *respParser) space() {
 	for p.i < len(p.data) {
@@ -411,12 +418,11 @@ func (p *respParser) str() (string, bool) {
 	if j >= len(p.data) {
 		return "", false
 	}
-	raw := p.data[start:j]
-	if !ascii && !utf8.Valid(raw) {
+	if !ascii && !utf8.Valid(p.data[start:j]) {
 		return "", false
 	}
 	p.i = j + 1
-	return string(raw), true
+	return p.src[start:j], true
 }
 
 // escaped decodes a string with escapes whose contents start at start.
@@ -632,7 +638,7 @@ var (
 // anything else, which the caller hands to encoding/json.
 func parseEvent(data []byte) (events.APIGatewayV2HTTPRequest, bool) {
 	var e events.APIGatewayV2HTTPRequest
-	p := respParser{data: data}
+	p := newParser(data)
 	rc := &e.RequestContext
 	ok := p.fields(eventFields, func(i int) bool {
 		switch i {
