@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/textproto"
 	"slices"
 	"strconv"
 	"strings"
@@ -442,9 +443,10 @@ func buildEvent(r *http.Request, route routes.Route, params map[string]string, b
 		params = nil
 	}
 
+	routeKey := route.Key()
 	e := events.APIGatewayV2HTTPRequest{
 		Version:               "2.0",
-		RouteKey:              route.Key(),
+		RouteKey:              routeKey,
 		RawPath:               r.URL.EscapedPath(),
 		RawQueryString:        r.URL.RawQuery,
 		Cookies:               cookies,
@@ -452,7 +454,7 @@ func buildEvent(r *http.Request, route routes.Route, params map[string]string, b
 		QueryStringParameters: query,
 		PathParameters:        params,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RouteKey:     route.Key(),
+			RouteKey:     routeKey,
 			AccountID:    "000000000000",
 			Stage:        "$default",
 			RequestID:    requestID,
@@ -533,8 +535,14 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, 
 			h.Add(k, v)
 		}
 	}
+	// h.Set(k, v) for each header, with the one-value lists carved from
+	// one allocation.
+	vals := make([]string, len(resp.Headers))
+	i := 0
 	for k, v := range resp.Headers {
-		h.Set(k, v)
+		vals[i] = v
+		h[textproto.CanonicalMIMEHeaderKey(k)] = vals[i : i+1 : i+1]
+		i++
 	}
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)
