@@ -437,7 +437,7 @@ func (a *app) agentCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SetOut(a.stderr)
 			_ = cmd.Help()
-			return usageErrorf("agent needs a subcommand: status, online or offline")
+			return usageErrorf("agent needs a subcommand: status, online, offline or set-handler")
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -454,7 +454,7 @@ registered from this $AWN_HOME) and the local state awn keeps for it.
 			}
 			return a.agentStatus(cmd.Context(), name)
 		}),
-	}, a.presenceCommand("online"), a.presenceCommand("offline"))
+	}, a.presenceCommand("online"), a.presenceCommand("offline"), a.setHandlerCommand())
 	return cmd
 }
 
