@@ -35,9 +35,10 @@ type event struct {
 }
 
 type eventsFlags struct {
-	after  string
-	limit  int
-	follow bool
+	after    string
+	limit    int
+	limitSet bool
+	follow   bool
 }
 
 func (a *app) eventsCommand() *cobra.Command {
@@ -56,7 +57,10 @@ cursor. With --json, --follow prints one JSON object per line.`,
 		Example: `  awn events lobby
   awn events lobby --follow --json`,
 		Args: cobra.ExactArgs(1),
-		RunE: wrap(func(cmd *cobra.Command, args []string) error { return a.events(cmd.Context(), args[0], f) }),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error {
+			f.limitSet = cmd.Flags().Changed("limit")
+			return a.events(cmd.Context(), args[0], f)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.after, "after", "", "only events after this event id")
@@ -77,7 +81,7 @@ func (a *app) events(ctx context.Context, world string, f eventsFlags) error {
 	if err := checkWorld(world); err != nil {
 		return err
 	}
-	if f.limit != 0 && (f.limit < 1 || f.limit > maxWorldPage) {
+	if f.limitSet && (f.limit < 1 || f.limit > maxWorldPage) {
 		return usageErrorf("--limit must be 1 to %d, got %d", maxWorldPage, f.limit)
 	}
 	w, err := a.signedWorld()

@@ -401,9 +401,10 @@ func (a *app) send(ctx context.Context, world, to, message string) error {
 }
 
 type messagesFlags struct {
-	peek  bool
-	since string
-	limit int
+	peek     bool
+	since    string
+	limit    int
+	limitSet bool
 }
 
 func (a *app) messagesCommand() *cobra.Command {
@@ -416,7 +417,10 @@ Reading consumes them — each message is handed out once — unless --peek.
 --since (RFC 3339) keeps only later ones; --limit is 1 to 100 (server default 50).`,
 		Example: "  awn messages lobby --peek",
 		Args:    cobra.ExactArgs(1),
-		RunE:    wrap(func(cmd *cobra.Command, args []string) error { return a.messages(cmd.Context(), args[0], f) }),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error {
+			f.limitSet = cmd.Flags().Changed("limit")
+			return a.messages(cmd.Context(), args[0], f)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.peek, "peek", false, "leave the messages in the inbox")
@@ -439,7 +443,7 @@ func (a *app) messages(ctx context.Context, world string, f messagesFlags) error
 		}
 		q.Set("since", f.since)
 	}
-	if f.limit != 0 {
+	if f.limitSet {
 		if f.limit < 1 || f.limit > maxWorldPage {
 			return usageErrorf("--limit must be 1 to %d, got %d", maxWorldPage, f.limit)
 		}
