@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -147,14 +148,14 @@ func (a *app) printEvent(world string, raw json.RawMessage) (string, error) {
 	return e.EventID, err
 }
 
-// compactRaw is raw on one line (it came from a JSON decoder, so it is
-// valid JSON).
-func compactRaw(raw json.RawMessage) string {
-	var b []byte
-	if c, err := json.Marshal(raw); err == nil {
-		b = c
+// compactRaw is raw on one line, byte for byte otherwise (no HTML
+// escaping): a --json line per event or delivery.
+func compactRaw(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(bytes.ReplaceAll(raw, []byte("\n"), []byte(" ")))
 	}
-	return string(b)
+	return b.String()
 }
 
 // follow long-polls the world's events until ctx ends (Ctrl-C), which is a

@@ -432,7 +432,7 @@ func (a *app) discover(ctx context.Context, f discoverFlags) error {
 func (a *app) agentCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "This agent's registry profile and presence",
+		Short: "This agent's registry profile, presence and world webhook handlers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SetOut(a.stderr)
