@@ -73,9 +73,10 @@ cursor. With --json, --follow prints one JSON object per line.`,
 // eventPage is the data of GET …/events.
 type eventPage struct {
 	Events []json.RawMessage `json:"events"`
-	// NextCursor, when the server sends one, is where the next poll starts;
-	// otherwise the last event's id is.
-	NextCursor string `json:"nextCursor"`
+	// Cursor, when the server sends one, is where the next poll starts
+	// (it may skip past events the caller cannot see); otherwise the last
+	// event's id is.
+	Cursor string `json:"cursor"`
 }
 
 func (a *app) events(ctx context.Context, world string, f eventsFlags) error {
@@ -215,8 +216,8 @@ func (a *app) follow(ctx context.Context, w *worldClient, world string, f events
 				cursor = id
 			}
 		}
-		if page.NextCursor != "" {
-			cursor = page.NextCursor
+		if page.Cursor != "" {
+			cursor = page.Cursor
 		}
 	}
 }

@@ -204,7 +204,7 @@ func (f *fakeWorlds) put(w http.ResponseWriter, r *http.Request) {
 
 // manifest is the world's public document; f.mu is held.
 func (fw *fakeWorld) manifest() map[string]any {
-	m := map[string]any{"memberCount": len(fw.members)}
+	m := map[string]any{"members": len(fw.members)}
 	for k, v := range fw.doc {
 		m[k] = v
 	}
@@ -399,7 +399,11 @@ func (f *fakeWorlds) eventsPage(w http.ResponseWriter, r *http.Request, _ []byte
 		}
 		list = append(list, out)
 	}
-	worldOK(w, 200, map[string]any{"events": list})
+	cursor := after
+	if len(list) > 0 {
+		cursor = list[len(list)-1]["eventId"].(string)
+	}
+	worldOK(w, 200, map[string]any{"events": list, "count": len(list), "cursor": cursor})
 }
 
 func (f *fakeWorlds) setHook(w http.ResponseWriter, _ *http.Request, body []byte, _ string, fw *fakeWorld, me string) {
@@ -507,7 +511,7 @@ func TestWorldCommands(t *testing.T) {
 	r = awn(t, b.env, "world", "show", "arena", "--json")
 	var shown map[string]json.RawMessage
 	decodeStrict(t, r.stdout, &shown)
-	if r.code != 0 || string(shown["worldId"]) != `"arena"` || string(shown["memberCount"]) != "0" {
+	if r.code != 0 || string(shown["worldId"]) != `"arena"` || string(shown["members"]) != "0" {
 		t.Errorf("world show --json: %v", r)
 	}
 	f.requests()
@@ -962,7 +966,8 @@ func TestEventsFollow(t *testing.T) {
 				case 4:
 					worldOK(w, 200, map[string]any{"events": []any{ev("01C", "agent.left")}})
 				case 5:
-					worldOK(w, 200, map[string]any{"events": []any{}})
+					// Nothing to see, but the server moves the cursor on.
+					worldOK(w, 200, map[string]any{"events": []any{}, "cursor": "01Z"})
 				default:
 					close(blocked)
 					<-r.Context().Done()
@@ -999,7 +1004,7 @@ func TestEventsFollow(t *testing.T) {
 				}
 				afters = append(afters, q.Get("after"))
 			}
-			if want := []string{"01", "01B", "01B", "01B", "01C", "01C"}; !slices.Equal(afters, want) {
+			if want := []string{"01", "01B", "01B", "01B", "01C", "01Z"}; !slices.Equal(afters, want) {
 				t.Errorf("after cursors %v, want %v", afters, want)
 			}
 			rn.mu.Lock()

@@ -22,8 +22,6 @@ const maxWorldPage = 100
 // manifest is the part of a world's manifest human output shows; --json
 // prints what the server sent.
 type manifest struct {
-	WorldID     string `json:"worldId"`
-	ID          string `json:"id"`
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Category    string `json:"category"`
@@ -31,8 +29,10 @@ type manifest struct {
 		Name        string `json:"name"`
 		Description string `json:"description"`
 	} `json:"actions"`
-	MemberCount *int64 `json:"memberCount"`
+	// Members is the member count; memberCount is read too, for a
+	// server that names it so.
 	Members     *int64 `json:"members"`
+	MemberCount *int64 `json:"memberCount"`
 	OwnerKeyID  string `json:"ownerKeyId"`
 	CreatedAt   string `json:"createdAt"`
 	UpdatedAt   string `json:"updatedAt"`
@@ -169,9 +169,9 @@ func (a *app) printManifest(world string, m manifest) error {
 			fmt.Fprintf(tw, "%s:\t%s\n", row[0], esc(row[1]))
 		}
 	}
-	if n := m.MemberCount; n != nil || m.Members != nil {
+	if n := m.Members; n != nil || m.MemberCount != nil {
 		if n == nil {
-			n = m.Members
+			n = m.MemberCount
 		}
 		fmt.Fprintf(tw, "members:\t%d\n", *n)
 	}
