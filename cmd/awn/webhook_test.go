@@ -6,10 +6,12 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,5 +232,47 @@ func TestWebhookServeKeys(t *testing.T) {
 	r = awn(t, withHome(t, "http://127.0.0.1:1"), "webhook", "serve", "--addr", ln.Addr().String(), "--secret", secret)
 	if r.code != 1 || !strings.Contains(r.stderr, "listen on "+ln.Addr().String()) {
 		t.Errorf("address in use: %v", r)
+	}
+}
+
+// TestWebhookServeConcurrent: deliveries arriving at once are each verified
+// and printed as one whole line (run under -race).
+func TestWebhookServeConcurrent(t *testing.T) {
+	t.Parallel()
+	netPub, netKey := newKey(t)
+	secret := newSecret(t)
+	rn := start(t, withHome(t, keyDirectory(t, netPub)), "webhook", "serve", "--addr", "127.0.0.1:0", "--secret", secret)
+	u := rn.listening(t)
+	const n = 32
+	var wg sync.WaitGroup
+	statuses := make(chan int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- delivery.Deliver(context.Background(), &http.Client{}, u, testDelivery(fmt.Sprintf("01C%03d", i)), secret, netKey).Status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != http.StatusNoContent {
+			t.Errorf("a concurrent delivery got %d", s)
+		}
+	}
+	rn.cancel()
+	rn.wait(t)
+	lines := strings.Split(strings.TrimSuffix(rn.stdout.String(), "\n"), "\n")
+	seen := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 5 || f[1] != "lobby" || f[3] != "message.received" {
+			t.Errorf("torn or wrong line %q", l)
+			continue
+		}
+		seen[f[2]] = true
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct deliveries printed, want %d:\n%s", len(seen), n, rn.stdout.String())
 	}
 }
