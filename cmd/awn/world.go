@@ -17,6 +17,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/protocol"
+	"github.com/a2awire/a2awire/shared/world"
 )
 
 // worldTimeout bounds one world request. A long poll waits at most
@@ -198,41 +199,29 @@ func decodeData(what string, data json.RawMessage, v any) error {
 	return nil
 }
 
-// worldPath is the path of world (and a route under it).
-func worldPath(world string, sub ...string) string {
-	p := "/v0/worlds/" + url.PathEscape(world)
+// worldPath is the path of the world id (and of a route under it).
+func worldPath(id string, sub ...string) string {
+	p := "/v0/worlds/" + url.PathEscape(id)
 	for _, s := range sub {
 		p += "/" + s
 	}
 	return p
 }
 
-// checkWorld validates a world name as the server does,
-// ^[a-z0-9][a-z0-9-]{0,62}$, so a typo is a usage error, not a round trip.
-func checkWorld(world string) error {
-	ok := len(world) >= 1 && len(world) <= 63 && world[0] != '-'
-	for _, c := range world {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			ok = false
-		}
-	}
-	if !ok {
-		return usageErrorf("%s is not a world name: 1 to 63 lowercase letters, digits and '-', not starting with '-'", protocol.Quote(world))
+// checkWorld validates a world name as the server does (world.ValidID), so
+// a typo is a usage error, not a round trip.
+func checkWorld(id string) error {
+	if !world.ValidID(id) {
+		return usageErrorf("%s is not a world name: 1 to 63 lowercase letters, digits and '-', not starting with '-'", protocol.Quote(id))
 	}
 	return nil
 }
 
-// checkAgentID validates an awnId, "aw:sha256:" and 64 lowercase hex
-// digits (as `awn whoami` and `awn agents` print it).
+// checkAgentID validates an awnId as the server does (world.ValidAWNID):
+// "aw:sha256:" and 64 lowercase hex digits, as `awn whoami` and `awn
+// agents` print it.
 func checkAgentID(id string) error {
-	hex, ok := strings.CutPrefix(id, auth.AWNIDPrefix)
-	ok = ok && len(hex) == 64
-	for _, c := range hex {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			ok = false
-		}
-	}
-	if !ok {
+	if !world.ValidAWNID(id) {
 		return usageErrorf("%s is not an agent id: %s followed by 64 lowercase hex digits (see 'awn agents <world>')", protocol.Quote(id), auth.AWNIDPrefix)
 	}
 	return nil
