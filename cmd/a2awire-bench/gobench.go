@@ -12,14 +12,17 @@ import (
 // benchStat is the median of one Go benchmark's runs (-count N).
 type benchStat struct {
 	NsOp, BytesOp, AllocsOp float64
-	Runs                    int
+	// CPUNsOp is the benchmark's own cpu-ns/op metric (process CPU time
+	// per op), zero when it reports none.
+	CPUNsOp float64
+	Runs    int
 }
 
 // parseGoBench reads `go test -bench -benchmem` output and returns each
 // benchmark's median figures, keyed by name without the -GOMAXPROCS suffix
 // (BenchmarkInvoke/kit).
 func parseGoBench(r io.Reader) (map[string]benchStat, error) {
-	type samples struct{ ns, b, allocs []float64 }
+	type samples struct{ ns, b, allocs, cpu []float64 }
 	all := map[string]*samples{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -50,6 +53,8 @@ func parseGoBench(r io.Reader) (map[string]benchStat, error) {
 				s.b = append(s.b, v)
 			case "allocs/op":
 				s.allocs = append(s.allocs, v)
+			case "cpu-ns/op":
+				s.cpu = append(s.cpu, v)
 			}
 		}
 	}
@@ -58,7 +63,7 @@ func parseGoBench(r io.Reader) (map[string]benchStat, error) {
 	}
 	out := map[string]benchStat{}
 	for name, s := range all {
-		out[name] = benchStat{NsOp: median(s.ns), BytesOp: median(s.b), AllocsOp: median(s.allocs), Runs: len(s.ns)}
+		out[name] = benchStat{NsOp: median(s.ns), BytesOp: median(s.b), AllocsOp: median(s.allocs), CPUNsOp: median(s.cpu), Runs: len(s.ns)}
 	}
 	return out, nil
 }
@@ -89,6 +94,11 @@ func benchRows(stats map[string]benchStat, file string) []Row {
 			nsString(s.NsOp), s.AllocsOp, s.BytesOp, nsString(b.NsOp), b.AllocsOp, s.NsOp/b.NsOp, signed(s.NsOp-b.NsOp))
 		row.Values = map[string]float64{"ns_op": s.NsOp, "allocs_op": s.AllocsOp, "bytes_op": s.BytesOp,
 			"baseline_ns_op": b.NsOp, "baseline_allocs_op": b.AllocsOp, "ratio": s.NsOp / b.NsOp}
+		if s.CPUNsOp > 0 && b.CPUNsOp > 0 {
+			// CPU time per op varies less than wall time on a shared machine.
+			row.Result += fmt.Sprintf("; CPU %s vs %s per op (%.1f×)", nsString(s.CPUNsOp), nsString(b.CPUNsOp), s.CPUNsOp/b.CPUNsOp)
+			row.Values["cpu_ns_op"], row.Values["baseline_cpu_ns_op"] = s.CPUNsOp, b.CPUNsOp
+		}
 		return row
 	}
 	return []Row{

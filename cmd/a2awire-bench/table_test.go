@@ -105,6 +105,8 @@ BenchmarkInvoke/kit-2   	  100	     1000 ns/op	  400 B/op	  10 allocs/op
 BenchmarkInvoke/kit-2   	  100	     2000 ns/op	  450 B/op	  10 allocs/op
 BenchmarkInvoke/baseline-2   	  100	     500 ns/op	  100 B/op	  2 allocs/op
 BenchmarkEd25519Verify   	  100	     50 ns/op	  0 B/op	  0 allocs/op
+BenchmarkGateway/gateway-2   	  100	     9000 ns/op	  12000 cpu-ns/op	  900 B/op	  30 allocs/op
+BenchmarkGateway/direct-2   	  100	     3000 ns/op	  4000 cpu-ns/op	  300 B/op	  10 allocs/op
 PASS
 `
 	got, err := parseGoBench(strings.NewReader(in))
@@ -117,8 +119,8 @@ PASS
 	if e, ok := got["BenchmarkEd25519Verify"]; !ok || e.NsOp != 50 {
 		t.Errorf("ed25519: %+v %v", e, ok)
 	}
-	if len(got) != 3 {
-		t.Errorf("%d benchmarks, want 3: %v", len(got), got)
+	if len(got) != 5 {
+		t.Errorf("%d benchmarks, want 5: %v", len(got), got)
 	}
 	rows := benchRows(got, "x.txt")
 	if rows[0].Status != Info || rows[0].Values["ratio"] != 4 || rows[0].Values["allocs_op"] != 10 {
@@ -129,6 +131,12 @@ PASS
 	}
 	if got := signed(-5031); got != "−5.03 µs" {
 		t.Errorf("signed(-5031) = %q", got)
+	}
+	if rows[0].Values["cpu_ns_op"] != 0 || strings.Contains(rows[0].Result, "CPU") {
+		t.Errorf("row 2a shows a CPU figure its benchmark did not report: %q", rows[0].Result)
+	}
+	if !strings.Contains(rows[1].Result, "; CPU 12.00 µs vs 4.00 µs per op (3.0×)") || rows[1].Values["cpu_ns_op"] != 12000 {
+		t.Errorf("row 2b result %q, values %v", rows[1].Result, rows[1].Values)
 	}
 	if rows[2].Status != Failed {
 		t.Errorf("row 5a without its benchmarks: %+v, want FAILED", rows[2])

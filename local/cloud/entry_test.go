@@ -107,3 +107,54 @@ func TestEntryPayloadLimits(t *testing.T) {
 		t.Errorf("response just under the limit: %v", err)
 	}
 }
+
+// TestEntryLateResultReachesNoOne: the worker that overran is not handed
+// the next invocation, so its late answer cannot be mistaken for the next
+// caller's, and the next caller is not kept waiting for it.
+func TestEntryLateResultReachesNoOne(t *testing.T) {
+	release := make(chan struct{})
+	e := cloud.NewEntry("echo", func(ctx context.Context, in echoIn) (echoOut, error) {
+		if in.Sleep > 0 {
+			<-release
+		}
+		return echo(ctx, echoIn{N: in.N})
+	}, 500*time.Millisecond) // ample for the quick invocations after the first
+	if _, err := e.Invoke(context.Background(), []byte(`{"n":1,"sleep_ms":1}`)); !errors.Is(err, cloud.ErrTimeout) {
+		t.Fatalf("err %v, want ErrTimeout", err)
+	}
+	for n := 2; n < 12; n++ {
+		out, err := e.Invoke(context.Background(), fmt.Appendf(nil, `{"n":%d}`, n))
+		if err != nil || !strings.HasPrefix(string(out), fmt.Sprintf(`{"n":%d,`, n)) {
+			t.Fatalf("invocation %d after a timeout: %s, %v", n, out, err)
+		}
+		if n == 5 {
+			close(release) // the late answer arrives mid-way
+		}
+	}
+}
+
+// TestEntryCallerGivingUpIsItsError: a caller's own deadline or
+// cancellation is reported as the caller's, not as the function's timeout.
+func TestEntryCallerGivingUpIsItsError(t *testing.T) {
+	e := cloud.NewEntry("echo", echo, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := e.Invoke(ctx, []byte(`{"sleep_ms":500}`)); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cloud.ErrTimeout) {
+		t.Errorf("err %v, want the caller's deadline", err)
+	}
+}
+
+// TestEntryRecoversAfterPanic: the invocation after a panic is served
+// normally, by a fresh handler.
+func TestEntryRecoversAfterPanic(t *testing.T) {
+	e := cloud.NewEntry("echo", echo, time.Second)
+	for i := range 3 {
+		var p *cloud.PanicError
+		if _, err := e.Invoke(context.Background(), []byte(`{"panic":"boom"}`)); !errors.As(err, &p) {
+			t.Fatalf("round %d: err %v, want a PanicError", i, err)
+		}
+		if out, err := e.Invoke(context.Background(), []byte(`{"n":3}`)); err != nil || !strings.HasPrefix(string(out), `{"n":3,`) {
+			t.Fatalf("round %d after a panic: %s, %v", i, out, err)
+		}
+	}
+}

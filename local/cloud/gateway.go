@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/textproto"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +57,12 @@ type Gateway struct {
 	bodyWait    time.Duration
 	bodies      *budget
 	chunks      sync.Pool // of chunkSize buffers for reading bodies
+	payloads    sync.Pool // of *[]byte, the events' JSON
 }
+
+// maxPooledPayload is the largest event buffer kept for reuse: the usual
+// event is a few KB, and a rare big one should not pin its memory.
+const maxPooledPayload = 64 << 10
 
 // NewGateway returns a gateway over entries, keyed by function name. Every
 // function that serves a route must have an entry, with a timeout within
@@ -81,6 +87,7 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 		bodies:      newBudget(orDefault(o.BodyBudget, 64<<20)),
 	}
 	g.chunks.New = func() any { b := make([]byte, chunkSize); return &b }
+	g.payloads.New = func() any { b := make([]byte, 0, 4096); return &b }
 	return g, nil
 }
 
@@ -101,6 +108,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := NewRequestID()
 	w.Header().Set("Apigw-Requestid", id)
 	res := g.serve(w, r, id, start)
+	if !g.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
 	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", res.status,
 		"duration_ms", g.now().Sub(start).Milliseconds(), "function", res.function, "request_id", id}
 	if res.err != nil {
@@ -129,28 +139,44 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 		return outcome{status: gatewayError(w, http.StatusNotFound, "Not Found"), function: "-"}
 	}
 	fn := route.Function
-	body, release, status, err := g.readBody(r)
-	defer release()
+	body, held, status, err := g.readBody(r)
+	defer g.bodies.release(held)
 	if status != 0 {
 		return outcome{status: gatewayError(w, status, http.StatusText(status)), function: fn, err: err}
 	}
-	event := BuildEvent(r, route, params, body, start)
-	event.RequestContext.RequestID = requestID
-	payload, err := json.Marshal(event)
+	event := buildEvent(r, route, params, body, start, requestID)
+	buf := g.payloads.Get().(*[]byte)
+	payload, err := AppendEvent((*buf)[:0], &event)
 	if err != nil {
+		g.payloads.Put(buf)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
-	body = nil
+	body, event = nil, events.APIGatewayV2HTTPRequest{}
 
+	entry := g.entries[fn]
 	// A client that goes away does not stop a Lambda invocation in AWS,
 	// so the function's context does not end with the request's.
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.integration)
-	defer cancel()
+	ictx := context.WithoutCancel(r.Context())
+	// The function's own timeout, which its entry enforces, ends the
+	// invocation first when it is shorter than API Gateway's integration
+	// timeout by more than scheduling noise: then a second timer would
+	// never fire, and is not set.
+	if entry.Timeout()+time.Second > g.integration {
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithTimeout(ictx, g.integration)
+		defer cancel()
+	}
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{
 		AwsRequestID:       requestID,
 		InvokedFunctionArn: FunctionARN(fn),
 	})
-	out, err := g.entries[fn].Invoke(ictx, payload)
+	out, err := entry.Invoke(ictx, payload)
+	// A function still running past its deadline may still be reading
+	// the event: only a finished invocation gives the buffer back.
+	if !errors.Is(err, ErrTimeout) && ictx.Err() == nil && cap(payload) <= maxPooledPayload {
+		*buf = payload[:0]
+		g.payloads.Put(buf)
+	}
 	payload = nil
 	switch {
 	case errors.Is(err, ErrRequestTooLarge):
@@ -190,22 +216,22 @@ func requestLineAndHeaders(r *http.Request) int {
 
 // readBody buffers the request body within API Gateway's and Lambda's
 // limits, taking its bytes from the gateway's body budget as they arrive
-// (so slow clients hold only what they have sent). release gives them back.
+// (so slow clients hold only what they have sent); held is what the caller
+// gives back with g.bodies.release.
 // A non-zero status is the answer to send instead of invoking.
-func (g *Gateway) readBody(r *http.Request) (body []byte, release func(), status int, err error) {
-	var held int64
-	release = func() { g.bodies.release(held) }
+func (g *Gateway) readBody(r *http.Request) (body []byte, held int64, status int, err error) {
 	// An event carries the body (base64 or escaped), so a body above
 	// Lambda's request limit can never be delivered: refuse it unread.
 	const limit = MaxRequestPayload
 	if r.ContentLength > limit {
-		return nil, release, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds what a Lambda event can carry", r.ContentLength)
+		return nil, held, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds what a Lambda event can carry", r.ContentLength)
 	}
 	if r.Body == nil || r.ContentLength == 0 {
-		return nil, release, 0, nil
+		return nil, held, 0, nil
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), g.bodyWait)
-	defer cancel()
+	// The wait's deadline is set up only when the budget runs short:
+	// the usual request gets its bytes at once, without a timer.
+	var ctx context.Context
 	// The body is read in fixed chunks and copied once, at its final size,
 	// so buffering costs what was sent and not a doubling slice's slack.
 	var chunks []*[]byte
@@ -217,10 +243,17 @@ func (g *Gateway) readBody(r *http.Request) (body []byte, release func(), status
 	total := 0
 	for {
 		if total >= limit+1 {
-			return nil, release, http.StatusRequestEntityTooLarge, errors.New("body exceeds what a Lambda event can carry")
+			return nil, held, http.StatusRequestEntityTooLarge, errors.New("body exceeds what a Lambda event can carry")
 		}
-		if err := g.bodies.acquire(ctx, chunkSize); err != nil {
-			return nil, release, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
+		if !g.bodies.tryAcquire(chunkSize) {
+			if ctx == nil { // once per request: the wait is for the whole body
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(r.Context(), g.bodyWait)
+				defer cancel()
+			}
+			if err := g.bodies.acquire(ctx, chunkSize); err != nil {
+				return nil, held, http.StatusServiceUnavailable, fmt.Errorf("request body budget exhausted: %w", err)
+			}
 		}
 		held += chunkSize
 		c := g.chunks.Get().(*[]byte)
@@ -232,14 +265,14 @@ func (g *Gateway) readBody(r *http.Request) (body []byte, release func(), status
 			for _, c := range chunks {
 				body = append(body, (*c)[:min(chunkSize, total-len(body))]...)
 			}
-			return body, release, 0, nil
+			return body, held, 0, nil
 		}
 		if err != nil {
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
-				return nil, release, http.StatusRequestEntityTooLarge, err
+				return nil, held, http.StatusRequestEntityTooLarge, err
 			}
-			return nil, release, http.StatusBadRequest, fmt.Errorf("read body: %w", err)
+			return nil, held, http.StatusBadRequest, fmt.Errorf("read body: %w", err)
 		}
 	}
 }
@@ -249,12 +282,24 @@ const chunkSize = 32 << 10
 
 // budget is a counting semaphore over bytes.
 type budget struct {
-	mu   sync.Mutex
-	free int64
-	wake chan struct{}
+	mu      sync.Mutex
+	free    int64
+	waiters int           // acquirers blocked on wake
+	wake    chan struct{} // closed (and replaced) by a release while some wait
 }
 
 func newBudget(n int64) *budget { return &budget{free: n, wake: make(chan struct{})} }
+
+// tryAcquire takes n bytes if they are free now.
+func (b *budget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.free >= n {
+		b.free -= n
+		return true
+	}
+	return false
+}
 
 func (b *budget) acquire(ctx context.Context, n int64) error {
 	for {
@@ -265,11 +310,19 @@ func (b *budget) acquire(ctx context.Context, n int64) error {
 			return nil
 		}
 		wake := b.wake
+		b.waiters++
 		b.mu.Unlock()
+		var err error
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
+		}
+		b.mu.Lock()
+		b.waiters--
+		b.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -280,8 +333,10 @@ func (b *budget) release(n int64) {
 	}
 	b.mu.Lock()
 	b.free += n
-	close(b.wake)
-	b.wake = make(chan struct{})
+	if b.waiters > 0 {
+		close(b.wake)
+		b.wake = make(chan struct{})
+	}
 	b.mu.Unlock()
 }
 
@@ -333,10 +388,18 @@ func isTextType(contentType string) bool {
 // the forwarded protocol, cookies split out, query and path parameters, the
 // request context, and the body as text or base64 by its content type.
 func BuildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time) events.APIGatewayV2HTTPRequest {
-	headers := map[string]string{}
+	return buildEvent(r, route, params, body, now, NewRequestID())
+}
+
+// buildEvent is BuildEvent with the request id the gateway chose.
+func buildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time, requestID string) events.APIGatewayV2HTTPRequest {
+	headers := make(map[string]string, len(r.Header)+4)
 	var cookies []string
 	for k, vs := range r.Header {
-		lk := strings.ToLower(k)
+		lk, ok := lowerHeaders[k]
+		if !ok {
+			lk = strings.ToLower(k)
+		}
 		if lk == "cookie" {
 			for _, v := range vs {
 				for c := range strings.SplitSeq(v, ";") {
@@ -368,19 +431,22 @@ func BuildEvent(r *http.Request, route routes.Route, params map[string]string, b
 	}
 
 	var query map[string]string
-	if q := r.URL.Query(); len(q) > 0 {
-		query = make(map[string]string, len(q))
-		for k, vs := range q {
-			query[k] = strings.Join(vs, ",")
+	if r.URL.RawQuery != "" {
+		if q := r.URL.Query(); len(q) > 0 {
+			query = make(map[string]string, len(q))
+			for k, vs := range q {
+				query[k] = strings.Join(vs, ",")
+			}
 		}
 	}
 	if len(params) == 0 {
 		params = nil
 	}
 
+	routeKey := route.Key()
 	e := events.APIGatewayV2HTTPRequest{
 		Version:               "2.0",
-		RouteKey:              route.Key(),
+		RouteKey:              routeKey,
 		RawPath:               r.URL.EscapedPath(),
 		RawQueryString:        r.URL.RawQuery,
 		Cookies:               cookies,
@@ -388,13 +454,13 @@ func BuildEvent(r *http.Request, route routes.Route, params map[string]string, b
 		QueryStringParameters: query,
 		PathParameters:        params,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RouteKey:     route.Key(),
+			RouteKey:     routeKey,
 			AccountID:    "000000000000",
 			Stage:        "$default",
-			RequestID:    NewRequestID(),
+			RequestID:    requestID,
 			APIID:        "local",
 			DomainName:   r.Host,
-			DomainPrefix: strings.Split(r.Host, ".")[0],
+			DomainPrefix: domainPrefix(r.Host),
 			Time:         now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
 			TimeEpoch:    now.UnixMilli(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
@@ -419,11 +485,32 @@ func BuildEvent(r *http.Request, route routes.Route, params map[string]string, b
 	return e
 }
 
+// lowerHeaders spares the common header names a lower-casing copy per
+// request; it is read-only.
+var lowerHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
+		"Connection", "Content-Digest", "Content-Length", "Content-Type", "Cookie", "Host", "Idempotency-Key",
+		"Origin", "Referer", "Signature", "Signature-Input", "User-Agent", "X-Forwarded-For", "X-Request-Id"} {
+		m[k] = strings.ToLower(k)
+	}
+	return m
+}()
+
+// domainPrefix is the first label of host, as API Gateway reports it.
+func domainPrefix(host string) string {
+	prefix, _, _ := strings.Cut(host, ".")
+	return prefix
+}
+
 // decodeResponse reads a function's JSON answer and its body.
 func decodeResponse(out []byte) (events.APIGatewayV2HTTPResponse, []byte, error) {
-	var resp events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
-		return resp, nil, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
+	resp, ok := parseResponse(out)
+	if !ok {
+		resp = events.APIGatewayV2HTTPResponse{}
+		if err := json.Unmarshal(out, &resp); err != nil {
+			return resp, nil, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
+		}
 	}
 	if resp.StatusCode != 0 && (resp.StatusCode < 100 || resp.StatusCode > 599) {
 		return resp, nil, fmt.Errorf("response status %d", resp.StatusCode)
@@ -448,8 +535,14 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, 
 			h.Add(k, v)
 		}
 	}
+	// h.Set(k, v) for each header, with the one-value lists carved from
+	// one allocation.
+	vals := make([]string, len(resp.Headers))
+	i := 0
 	for k, v := range resp.Headers {
-		h.Set(k, v)
+		vals[i] = v
+		h[textproto.CanonicalMIMEHeaderKey(k)] = vals[i : i+1 : i+1]
+		i++
 	}
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)

@@ -1,7 +1,6 @@
 package cloud
 
 import (
-	"container/list"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,7 +32,8 @@ type Server struct {
 // NewServer returns the server for h.
 func NewServer(h http.Handler, log *slog.Logger, o ServerOptions) *Server {
 	read := orDefault(o.ReadTimeout, 30*time.Second)
-	l := &connLimiter{max: orDefault(o.MaxConns, 4096), conns: map[net.Conn]*connEntry{}, idle: list.New()}
+	l := &connLimiter{max: orDefault(o.MaxConns, 4096), conns: map[net.Conn]*connEntry{}}
+	l.idle.prev, l.idle.next = &l.idle, &l.idle
 	return &Server{
 		conns: l,
 		Server: &http.Server{
@@ -69,11 +69,31 @@ type connLimiter struct {
 	max   int
 	mu    sync.Mutex
 	conns map[net.Conn]*connEntry
-	idle  *list.List // of net.Conn
+	// idle is the sentinel of a ring of the idle connections, oldest
+	// first: linked through the entries themselves, so a connection
+	// going idle and busy again between requests allocates nothing.
+	idle connEntry
 }
 
 type connEntry struct {
-	idle *list.Element // nil while a request is in progress
+	conn       net.Conn
+	prev, next *connEntry // nil while a request is in progress
+}
+
+// pushIdle appends e to the idle ring (e is not in it).
+func (l *connLimiter) pushIdle(e *connEntry) {
+	last := l.idle.prev
+	e.prev, e.next = last, &l.idle
+	last.next, l.idle.prev = e, e
+}
+
+// dropIdle takes e out of the idle ring, if it is there.
+func (l *connLimiter) dropIdle(e *connEntry) {
+	if e.next == nil {
+		return
+	}
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 }
 
 type limitedListener struct {
@@ -100,16 +120,18 @@ func (l *connLimiter) admit(c net.Conn) bool {
 	l.mu.Lock()
 	var victim net.Conn
 	if len(l.conns) >= l.max {
-		front := l.idle.Front()
-		if front == nil {
+		oldest := l.idle.next
+		if oldest == &l.idle {
 			l.mu.Unlock()
 			return false
 		}
-		victim = front.Value.(net.Conn)
-		l.idle.Remove(front)
+		victim = oldest.conn
+		l.dropIdle(oldest)
 		delete(l.conns, victim)
 	}
-	l.conns[c] = &connEntry{idle: l.idle.PushBack(c)}
+	e := &connEntry{conn: c}
+	l.pushIdle(e)
+	l.conns[c] = e
 	l.mu.Unlock()
 	if victim != nil {
 		_ = victim.Close()
@@ -126,19 +148,12 @@ func (l *connLimiter) connState(c net.Conn, st http.ConnState) {
 	}
 	switch st {
 	case http.StateActive:
-		if e.idle != nil {
-			l.idle.Remove(e.idle)
-			e.idle = nil
-		}
+		l.dropIdle(e)
 	case http.StateIdle:
-		if e.idle != nil {
-			l.idle.Remove(e.idle)
-		}
-		e.idle = l.idle.PushBack(c)
+		l.dropIdle(e)
+		l.pushIdle(e)
 	case http.StateClosed, http.StateHijacked:
-		if e.idle != nil {
-			l.idle.Remove(e.idle)
-		}
+		l.dropIdle(e)
 		delete(l.conns, c)
 	}
 }

@@ -1,0 +1,789 @@
+package cloud
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// This file serializes the gateway's events and parses the functions'
+// answers without reflection. The bytes are the ones encoding/json would
+// produce and accept (the tests and fuzz targets compare the two on every
+// input): the JSON round trip Lambda does is kept, only the cost of
+// encoding/json's reflection on the gateway's side of it is not.
+
+// AppendEvent appends e as JSON to dst: byte for byte what json.Marshal(e)
+// returns (field order, omitempty, map keys sorted, the same string
+// escaping), written directly for the fixed payload-format-2.0 shape. An
+// event with an authorizer (which carries free-form values) is handed to
+// json.Marshal.
+func AppendEvent(dst []byte, e *events.APIGatewayV2HTTPRequest) ([]byte, error) {
+	if e.RequestContext.Authorizer != nil {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, b...), nil
+	}
+	dst = append(dst, `{"version":`...)
+	dst = appendJSONString(dst, e.Version)
+	dst = append(dst, `,"routeKey":`...)
+	dst = appendJSONString(dst, e.RouteKey)
+	dst = append(dst, `,"rawPath":`...)
+	dst = appendJSONString(dst, e.RawPath)
+	dst = append(dst, `,"rawQueryString":`...)
+	dst = appendJSONString(dst, e.RawQueryString)
+	if len(e.Cookies) > 0 {
+		dst = append(dst, `,"cookies":`...)
+		dst = appendStrings(dst, e.Cookies)
+	}
+	dst = append(dst, `,"headers":`...)
+	dst = appendStringMap(dst, e.Headers)
+	if len(e.QueryStringParameters) > 0 {
+		dst = append(dst, `,"queryStringParameters":`...)
+		dst = appendStringMap(dst, e.QueryStringParameters)
+	}
+	if len(e.PathParameters) > 0 {
+		dst = append(dst, `,"pathParameters":`...)
+		dst = appendStringMap(dst, e.PathParameters)
+	}
+	rc := &e.RequestContext
+	dst = append(dst, `,"requestContext":{"routeKey":`...)
+	dst = appendJSONString(dst, rc.RouteKey)
+	dst = append(dst, `,"accountId":`...)
+	dst = appendJSONString(dst, rc.AccountID)
+	dst = append(dst, `,"stage":`...)
+	dst = appendJSONString(dst, rc.Stage)
+	dst = append(dst, `,"requestId":`...)
+	dst = appendJSONString(dst, rc.RequestID)
+	dst = append(dst, `,"apiId":`...)
+	dst = appendJSONString(dst, rc.APIID)
+	dst = append(dst, `,"domainName":`...)
+	dst = appendJSONString(dst, rc.DomainName)
+	dst = append(dst, `,"domainPrefix":`...)
+	dst = appendJSONString(dst, rc.DomainPrefix)
+	dst = append(dst, `,"time":`...)
+	dst = appendJSONString(dst, rc.Time)
+	dst = append(dst, `,"timeEpoch":`...)
+	dst = strconv.AppendInt(dst, rc.TimeEpoch, 10)
+	h := &rc.HTTP
+	dst = append(dst, `,"http":{"method":`...)
+	dst = appendJSONString(dst, h.Method)
+	dst = append(dst, `,"path":`...)
+	dst = appendJSONString(dst, h.Path)
+	dst = append(dst, `,"protocol":`...)
+	dst = appendJSONString(dst, h.Protocol)
+	dst = append(dst, `,"sourceIp":`...)
+	dst = appendJSONString(dst, h.SourceIP)
+	dst = append(dst, `,"userAgent":`...)
+	dst = appendJSONString(dst, h.UserAgent)
+	// encoding/json never omits a struct, omitempty or not.
+	c := &rc.Authentication.ClientCert
+	dst = append(dst, `},"authentication":{"clientCert":{"clientCertPem":`...)
+	dst = appendJSONString(dst, c.ClientCertPem)
+	dst = append(dst, `,"issuerDN":`...)
+	dst = appendJSONString(dst, c.IssuerDN)
+	dst = append(dst, `,"serialNumber":`...)
+	dst = appendJSONString(dst, c.SerialNumber)
+	dst = append(dst, `,"subjectDN":`...)
+	dst = appendJSONString(dst, c.SubjectDN)
+	dst = append(dst, `,"validity":{"notAfter":`...)
+	dst = appendJSONString(dst, c.Validity.NotAfter)
+	dst = append(dst, `,"notBefore":`...)
+	dst = appendJSONString(dst, c.Validity.NotBefore)
+	dst = append(dst, `}}}}`...)
+	if len(e.StageVariables) > 0 {
+		dst = append(dst, `,"stageVariables":`...)
+		dst = appendStringMap(dst, e.StageVariables)
+	}
+	if e.Body != "" {
+		dst = append(dst, `,"body":`...)
+		dst = appendJSONString(dst, e.Body)
+	}
+	if e.IsBase64Encoded {
+		dst = append(dst, `,"isBase64Encoded":true}`...)
+	} else {
+		dst = append(dst, `,"isBase64Encoded":false}`...)
+	}
+	return dst, nil
+}
+
+// appendStringMap writes m as json.Marshal does.
+func appendStringMap(dst []byte, m map[string]string) []byte { return appendMap(dst, m, true) }
+
+// appendMap writes m as encoding/json does: null when nil, keys in byte
+// order, strings escaped as appendString does.
+func appendMap(dst []byte, m map[string]string, html bool) []byte {
+	if m == nil {
+		return append(dst, "null"...)
+	}
+	// A fixed array keeps the key list of a usual event off the heap.
+	var buf [32]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k, html)
+		dst = append(dst, ':')
+		dst = appendString(dst, m[k], html)
+	}
+	return append(dst, '}')
+}
+
+func appendStrings(dst []byte, s []string) []byte { return appendStringList(dst, s, true) }
+
+const hexDigits = "0123456789abcdef"
+
+// plainASCII marks the bytes json.Marshal copies as they are; read-only.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// appendJSONString quotes s as json.Marshal does.
+func appendJSONString(dst []byte, s string) []byte { return appendString(dst, s, true) }
+
+// appendString quotes s as encoding/json does: the separators U+2028 and
+// U+2029 escaped as \u sequences, and so the HTML characters <, > and &
+// when html is set (json.Marshal's default), control characters as \b \f
+// \n \r \t or \u00XX, and every byte that is not valid UTF-8 replaced by
+// \ufffd.
+func appendString(dst []byte, s string, html bool) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if plainASCII[b] || (!html && (b == '<' || b == '>' || b == '&')) {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// parseResponse reads a function's answer the way json.Unmarshal into an
+// events.APIGatewayV2HTTPResponse would, for the answers functions give in
+// practice: one object whose keys are the struct's own names, each at most
+// once, with values of the field's JSON type or null. It reports false for
+// anything else — other spellings of a key, unknown keys, nulls inside
+// arrays or maps, numbers that are not plain integers, surrogate escapes,
+// invalid UTF-8 or invalid JSON — and the caller hands those to
+// json.Unmarshal, which decides them (and words the error).
+func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
+	var resp events.APIGatewayV2HTTPResponse
+	p := newParser(data)
+	if !p.consume('{') {
+		return resp, false
+	}
+	var seen uint8
+	if !p.consume('}') {
+		for {
+			key, ok := p.rawString()
+			if !ok || !p.consume(':') {
+				return resp, false
+			}
+			var bit uint8
+			switch respFields.index(key) {
+			case 0:
+				bit = 1
+				if !p.null() {
+					if resp.StatusCode, ok = p.integer(); !ok {
+						return resp, false
+					}
+				}
+			case 1:
+				bit = 2
+				if !p.null() {
+					if resp.Headers, ok = p.stringMap(); !ok {
+						return resp, false
+					}
+				}
+			case 2:
+				bit = 4
+				if !p.null() {
+					if resp.MultiValueHeaders, ok = p.stringsMap(); !ok {
+						return resp, false
+					}
+				}
+			case 3:
+				bit = 8
+				if !p.null() {
+					if resp.Body, ok = p.str(); !ok {
+						return resp, false
+					}
+				}
+			case 4:
+				bit = 16
+				if !p.null() {
+					if resp.IsBase64Encoded, ok = p.boolean(); !ok {
+						return resp, false
+					}
+				}
+			case 5:
+				bit = 32
+				if !p.null() {
+					if resp.Cookies, ok = p.strings(); !ok {
+						return resp, false
+					}
+				}
+			default:
+				return resp, false
+			}
+			if seen&bit != 0 {
+				return resp, false
+			}
+			seen |= bit
+			if p.consume(',') {
+				continue
+			}
+			if p.consume('}') {
+				break
+			}
+			return resp, false
+		}
+	}
+	p.space()
+	return resp, p.i == len(p.data)
+}
+
+// respParser is the cursor of parseResponse; every method skips leading
+// white space and reports false on input it does not take.
+type respParser struct {
+	data []byte
+	i    int
+	// src is data as one string: a value without escapes is a substring
+	// of it rather than a copy of its own, one allocation per payload
+	// instead of one per value (the values keep the payload's few KB
+	// alive as long as any of them lives).
+	src string
+}
+
+func newParser(data []byte) respParser { return respParser{data: data, src: string(data)} }
+
+func (p *respParser) space() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *respParser) consume(c byte) bool {
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *respParser) literal(s string) bool {
+	p.space()
+	if len(p.data)-p.i >= len(s) && string(p.data[p.i:p.i+len(s)]) == s {
+		p.i += len(s)
+		return true
+	}
+	return false
+}
+
+func (p *respParser) null() bool { return p.literal("null") }
+
+func (p *respParser) boolean() (bool, bool) {
+	if p.literal("true") {
+		return true, true
+	}
+	return false, p.literal("false")
+}
+
+// integer takes a JSON number without fraction or exponent that fits an int.
+func (p *respParser) integer() (int, bool) {
+	p.space()
+	start := p.i
+	if p.i < len(p.data) && p.data[p.i] == '-' {
+		p.i++
+	}
+	digits := p.i
+	for p.i < len(p.data) && p.data[p.i] >= '0' && p.data[p.i] <= '9' {
+		p.i++
+	}
+	n := p.i - digits
+	if n == 0 || n > 18 || (n > 1 && p.data[digits] == '0') {
+		return 0, false
+	}
+	if p.i < len(p.data) && (p.data[p.i] == '.' || p.data[p.i] == 'e' || p.data[p.i] == 'E') {
+		return 0, false
+	}
+	v, err := strconv.Atoi(string(p.data[start:p.i]))
+	return v, err == nil
+}
+
+// rawString returns a string's bytes when it has no escapes (object keys),
+// without a copy: fieldNames.index looks them up as they are.
+func (p *respParser) rawString() ([]byte, bool) {
+	p.space()
+	if p.i >= len(p.data) || p.data[p.i] != '"' {
+		return nil, false
+	}
+	for j := p.i + 1; j < len(p.data); j++ {
+		switch c := p.data[j]; {
+		case c == '"':
+			s := p.data[p.i+1 : j]
+			p.i = j + 1
+			return s, true
+		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// str takes a JSON string: valid UTF-8, the escapes of RFC 8259 except
+// surrogate pairs.
+func (p *respParser) str() (string, bool) {
+	p.space()
+	if p.i >= len(p.data) || p.data[p.i] != '"' {
+		return "", false
+	}
+	start := p.i + 1
+	j := start
+	ascii := true
+	for ; j < len(p.data); j++ {
+		c := p.data[j]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			return p.escaped(start)
+		}
+		if c < 0x20 {
+			return "", false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if j >= len(p.data) {
+		return "", false
+	}
+	if !ascii && !utf8.Valid(p.data[start:j]) {
+		return "", false
+	}
+	p.i = j + 1
+	return p.src[start:j], true
+}
+
+// escaped decodes a string with escapes whose contents start at start.
+func (p *respParser) escaped(start int) (string, bool) {
+	out := make([]byte, 0, 64)
+	j := start
+	for j < len(p.data) {
+		c := p.data[j]
+		switch {
+		case c == '"':
+			if !utf8.Valid(out) {
+				return "", false
+			}
+			p.i = j + 1
+			return string(out), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			out = append(out, c)
+			j++
+			continue
+		}
+		if j+1 >= len(p.data) {
+			return "", false
+		}
+		switch e := p.data[j+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if j+6 > len(p.data) {
+				return "", false
+			}
+			v, err := strconv.ParseUint(string(p.data[j+2:j+6]), 16, 16)
+			if err != nil || (v >= 0xD800 && v < 0xE000) {
+				return "", false
+			}
+			out = utf8.AppendRune(out, rune(v))
+			j += 6
+			continue
+		default:
+			return "", false
+		}
+		j += 2
+	}
+	return "", false
+}
+
+func (p *respParser) strings() ([]string, bool) {
+	if !p.consume('[') {
+		return nil, false
+	}
+	out := []string{}
+	if p.consume(']') {
+		return out, true
+	}
+	for {
+		s, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+		if p.consume(',') {
+			continue
+		}
+		return out, p.consume(']')
+	}
+}
+
+// object calls value for each key of an object, whose value value reads.
+func (p *respParser) object(value func(key string) bool) bool {
+	if !p.consume('{') {
+		return false
+	}
+	if p.consume('}') {
+		return true
+	}
+	for {
+		k, ok := p.str()
+		if !ok || !p.consume(':') || !value(k) {
+			return false
+		}
+		if p.consume(',') {
+			continue
+		}
+		return p.consume('}')
+	}
+}
+
+func (p *respParser) stringMap() (map[string]string, bool) {
+	m := map[string]string{}
+	ok := p.object(func(k string) bool {
+		v, ok := p.str()
+		m[k] = v
+		return ok
+	})
+	return m, ok
+}
+
+func (p *respParser) stringsMap() (map[string][]string, bool) {
+	m := map[string][]string{}
+	ok := p.object(func(k string) bool {
+		if p.null() {
+			m[k] = nil
+			return true
+		}
+		v, ok := p.strings()
+		m[k] = v
+		return ok
+	})
+	return m, ok
+}
+
+// fields reads an object whose keys are among names, each at most once
+// and spelled exactly so, calling value with the key's index to read its
+// value; null for the whole object is taken as no object at all.
+func (p *respParser) fields(names fieldNames, value func(i int) bool) bool {
+	if p.null() {
+		return true
+	}
+	if !p.consume('{') {
+		return false
+	}
+	if p.consume('}') {
+		return true
+	}
+	var seen uint64
+	for {
+		key, ok := p.rawString()
+		if !ok || !p.consume(':') {
+			return false
+		}
+		i := names.index(key)
+		if i < 0 || seen&(1<<i) != 0 {
+			return false
+		}
+		seen |= 1 << i
+		if !value(i) {
+			return false
+		}
+		if p.consume(',') {
+			continue
+		}
+		return p.consume('}')
+	}
+}
+
+// into reads a string (null leaves *dst as it is, as encoding/json does).
+func (p *respParser) into(dst *string) bool {
+	if p.null() {
+		return true
+	}
+	s, ok := p.str()
+	*dst = s
+	return ok
+}
+
+// mapInto reads a string map or null (a nil map).
+func (p *respParser) mapInto(dst *map[string]string) bool {
+	if p.null() {
+		*dst = nil
+		return true
+	}
+	m, ok := p.stringMap()
+	*dst = m
+	return ok
+}
+
+// fieldNames are an object's keys, in their struct's order; an index into
+// a map, not a scan of the list, since an event has dozens of keys.
+type fieldNames map[string]int
+
+func (f fieldNames) index(key []byte) int {
+	if i, ok := f[string(key)]; ok {
+		return i
+	}
+	return -1
+}
+
+func names(keys ...string) fieldNames {
+	f := make(fieldNames, len(keys))
+	for i, k := range keys {
+		f[k] = i
+	}
+	return f
+}
+
+// The keys of the event's and the response's objects; read-only.
+var (
+	respFields  = names("statusCode", "headers", "multiValueHeaders", "body", "isBase64Encoded", "cookies")
+	eventFields = names("version", "routeKey", "rawPath", "rawQueryString", "cookies", "headers",
+		"queryStringParameters", "pathParameters", "requestContext", "stageVariables", "body", "isBase64Encoded")
+	contextFields = names("routeKey", "accountId", "stage", "requestId", "authorizer", "apiId", "domainName",
+		"domainPrefix", "time", "timeEpoch", "http", "authentication")
+	httpFields     = names("method", "path", "protocol", "sourceIp", "userAgent")
+	authnFields    = names("clientCert")
+	certFields     = names("clientCertPem", "issuerDN", "serialNumber", "subjectDN", "validity")
+	validityFields = names("notAfter", "notBefore")
+)
+
+// parseEvent reads a payload-format-2.0 event as encoding/json would into
+// an events.APIGatewayV2HTTPRequest, for events of the shape API Gateway
+// sends without an authorizer; like parseResponse it reports false for
+// anything else, which the caller hands to encoding/json.
+func parseEvent(data []byte) (events.APIGatewayV2HTTPRequest, bool) {
+	var e events.APIGatewayV2HTTPRequest
+	p := newParser(data)
+	rc := &e.RequestContext
+	ok := p.fields(eventFields, func(i int) bool {
+		switch i {
+		case 0:
+			return p.into(&e.Version)
+		case 1:
+			return p.into(&e.RouteKey)
+		case 2:
+			return p.into(&e.RawPath)
+		case 3:
+			return p.into(&e.RawQueryString)
+		case 4:
+			if p.null() {
+				return true
+			}
+			var ok bool
+			e.Cookies, ok = p.strings()
+			return ok
+		case 5:
+			return p.mapInto(&e.Headers)
+		case 6:
+			return p.mapInto(&e.QueryStringParameters)
+		case 7:
+			return p.mapInto(&e.PathParameters)
+		case 8:
+			return p.requestContext(rc)
+		case 9:
+			return p.mapInto(&e.StageVariables)
+		case 10:
+			return p.into(&e.Body)
+		default:
+			if p.null() {
+				return true
+			}
+			var ok bool
+			e.IsBase64Encoded, ok = p.boolean()
+			return ok
+		}
+	})
+	if !ok {
+		return e, false
+	}
+	p.space()
+	return e, p.i == len(p.data)
+}
+
+func (p *respParser) requestContext(rc *events.APIGatewayV2HTTPRequestContext) bool {
+	return p.fields(contextFields, func(i int) bool {
+		switch i {
+		case 0:
+			return p.into(&rc.RouteKey)
+		case 1:
+			return p.into(&rc.AccountID)
+		case 2:
+			return p.into(&rc.Stage)
+		case 3:
+			return p.into(&rc.RequestID)
+		case 4:
+			return p.null() // an authorizer's free-form values are left to encoding/json
+		case 5:
+			return p.into(&rc.APIID)
+		case 6:
+			return p.into(&rc.DomainName)
+		case 7:
+			return p.into(&rc.DomainPrefix)
+		case 8:
+			return p.into(&rc.Time)
+		case 9:
+			if p.null() {
+				return true
+			}
+			v, ok := p.integer()
+			rc.TimeEpoch = int64(v)
+			return ok
+		case 10:
+			h := &rc.HTTP
+			return p.fields(httpFields, func(i int) bool {
+				return p.into([]*string{&h.Method, &h.Path, &h.Protocol, &h.SourceIP, &h.UserAgent}[i])
+			})
+		default:
+			c := &rc.Authentication.ClientCert
+			return p.fields(authnFields, func(int) bool {
+				return p.fields(certFields, func(i int) bool {
+					if i == 4 {
+						v := &c.Validity
+						return p.fields(validityFields, func(i int) bool {
+							return p.into([]*string{&v.NotAfter, &v.NotBefore}[i])
+						})
+					}
+					return p.into([]*string{&c.ClientCertPem, &c.IssuerDN, &c.SerialNumber, &c.SubjectDN}[i])
+				})
+			})
+		}
+	})
+}
+
+// AppendResponse appends resp as JSON to dst: byte for byte what
+// lambda.NewHandler's encoder writes for a handler's response (json.Encoder
+// without HTML escaping, the trailing newline removed).
+func AppendResponse(dst []byte, resp *events.APIGatewayV2HTTPResponse) []byte {
+	dst = append(dst, `{"statusCode":`...)
+	dst = strconv.AppendInt(dst, int64(resp.StatusCode), 10)
+	dst = append(dst, `,"headers":`...)
+	dst = appendMap(dst, resp.Headers, false)
+	dst = append(dst, `,"multiValueHeaders":`...)
+	if resp.MultiValueHeaders == nil {
+		dst = append(dst, "null"...)
+	} else {
+		var buf [32]string
+		keys := buf[:0]
+		for k := range resp.MultiValueHeaders {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, k, false)
+			dst = append(dst, ':')
+			dst = appendStringList(dst, resp.MultiValueHeaders[k], false)
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"body":`...)
+	dst = appendString(dst, resp.Body, false)
+	if resp.IsBase64Encoded {
+		dst = append(dst, `,"isBase64Encoded":true`...)
+	}
+	dst = append(dst, `,"cookies":`...)
+	dst = appendStringList(dst, resp.Cookies, false)
+	return append(dst, '}')
+}
+
+func appendStringList(dst []byte, s []string, html bool) []byte {
+	if s == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, v := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, v, html)
+	}
+	return append(dst, ']')
+}
