@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,12 +24,17 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-translator/llm"
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
 	"github.com/a2awire/a2awire/functions/registry/registryapi"
+	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
+	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
 	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/webhook/delivery"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -60,6 +66,9 @@ type Options struct {
 	// public half at /.well-known/http-message-signatures-directory. New
 	// generates one when nil.
 	NetworkKey ed25519.PrivateKey
+	// WebhookActions forwards the actions webhook receivers answer with;
+	// nil drops them.
+	WebhookActions webhook.ActionSubmitter
 	// BaseURL is the public URL the registry's Agent Card names; empty
 	// means each request's forwarded proto and Host.
 	BaseURL string
@@ -89,6 +98,8 @@ func Handlers(o Options, st store.Store) map[string]any {
 		"fixture-translator": lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
 		"registry":           registryEntry(o, st),
 		"registry-seed":      seed.Handler(st),
+		"webhook-dispatcher": webhookEntry(o, st, func(d *webhook.Dispatcher) any { return dispatcher.New(d) }),
+		"webhook-retry":      webhookEntry(o, st, func(d *webhook.Dispatcher) any { return retry.New(d, o.Log) }),
 	}
 }
 
@@ -107,6 +118,25 @@ func registryEntry(o Options, st store.Store) any {
 		}
 	}
 	return lambdahttp.Entry(h)
+}
+
+// webhookEntry builds a webhook function's entry over a Dispatcher that
+// may reach receivers on this machine over http (the local mode of
+// egress), signing v1a with the network key. A dispatcher that cannot be
+// built answers every invocation with the error, as a Lambda whose init
+// failed.
+func webhookEntry(o Options, st store.Store, entry func(*webhook.Dispatcher) any) any {
+	d, err := webhook.NewDispatcher(webhook.Config{
+		Store:      st,
+		Client:     egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true, Timeout: delivery.AttemptTimeout}),
+		NetworkKey: o.NetworkKey,
+		Actions:    o.WebhookActions,
+		Log:        o.Log,
+	})
+	if err != nil {
+		return func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, err }
+	}
+	return entry(d)
 }
 
 // StreamConsumers returns the names of the functions with a stream trigger,

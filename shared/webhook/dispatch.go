@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ type ActionSubmitter interface {
 }
 
 // DefaultWorkers bounds the attempts one invocation makes at once.
-const DefaultWorkers = 64
+const DefaultWorkers = 128
 
 // ProbeTimeout bounds a ping probe: a webhook that answers 2xx within it
 // is reachable.
@@ -225,6 +226,10 @@ func (d *Dispatcher) run(ctx context.Context, jobs []job) []error {
 	for range min(d.workers, len(jobs)) {
 		wg.Go(func() {
 			for i := range next {
+				if dl, ok := ctx.Deadline(); ok && time.Until(dl) < startBudget {
+					errs[i] = d.postpone(ctx, jobs[i])
+					continue
+				}
 				errs[i] = d.attempt(ctx, jobs[i])
 			}
 		})
@@ -235,6 +240,24 @@ func (d *Dispatcher) run(ctx context.Context, jobs []job) []error {
 	close(next)
 	wg.Wait()
 	return errs
+}
+
+// startBudget is the time left before the invocation's deadline under
+// which a job is no longer attempted: an attempt's 5 s and its writes.
+const startBudget = delivery.AttemptTimeout + 2*time.Second
+
+// postpone hands a job the invocation has no time left for to the retry
+// schedule, due now and with no attempt counted: a first attempt becomes a
+// retry item, a claimed retry stays claimed and comes due again when its
+// lease ends.
+func (d *Dispatcher) postpone(ctx context.Context, j job) error {
+	if j.isRetry {
+		return nil
+	}
+	p := j.p
+	p.Due = d.now()
+	// The deadline is near but not passed: the write gets what is left.
+	return d.store.schedule(context.WithoutCancel(ctx), p)
 }
 
 // attempt makes one attempt of j and records what it leads to: stats,
@@ -416,4 +439,23 @@ func (d *Dispatcher) Probe(ctx context.Context, worldID, target string) (bool, t
 		return false, 0, nil
 	}
 	return true, r.Latency, nil
+}
+
+// NetworkKeyEnv is the variable the dispatcher's and the retry function's
+// mains read the network's signing key from: the standard base64 of its
+// 32-byte Ed25519 seed. The deploy fills it from a secret (a dynamic
+// reference resolved at deploy time), so no SDK call slows a cold start
+// and the key is in no source file.
+const NetworkKeyEnv = "NETWORK_SIGNING_KEY"
+
+// ParseNetworkKey reads a NetworkKeyEnv value; "" is no key (v1 only).
+func ParseNetworkKey(s string) (ed25519.PrivateKey, error) {
+	if s == "" {
+		return nil, nil
+	}
+	seed, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("webhook: %s is not the standard base64 of a %d-byte Ed25519 seed", NetworkKeyEnv, ed25519.SeedSize)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
 }
