@@ -46,7 +46,7 @@ type Result struct {
 	// Deliveries is how many arrived (Receivers × Events when all did).
 	Deliveries int
 	// Latencies are commit → arrival, one per delivery, sorted.
-	Latencies []time.Duration
+	Latencies     []time.Duration
 	P50, P99, Max time.Duration
 	// PerSecond is Deliveries over the time from the first commit to the
 	// last arrival.
