@@ -24,6 +24,32 @@
 // Public and agents-visible events share one partition per world, private
 // events have one per recipient, so a poll is one Query of each; event ids
 // are ULIDs, so sort-key order is time order and an id is a cursor.
+//
+// # Writes and races
+//
+// Service writes every event in the same store.Write as the change it
+// reports. The manifest's counters (slots, members) change only by a
+// single-item UpdateItem ADD, never inside a transaction: DynamoDB cancels
+// concurrent transactions that touch one item, so a popular world would
+// turn racing joins into retries, while concurrent ADDs all apply. A join
+// first takes a slot and counts itself (ADD slots 1, members 1, returning
+// the new slot), then writes member, member key and agent.joined in one
+// transaction conditioned on the member being absent; of racing joins of
+// one key the losers give their count back (ADD members -1) and return the
+// winner's membership, so a slot is unique and the count exact once the
+// joins have returned (slots lost that way are simply never used). A leave
+// deletes member, member key and webhook and writes agent.left in one
+// transaction conditioned on the membership it read, and only its winner
+// decrements the count; it then clears the inbox page by page.
+//
+// # Errors
+//
+// Every error is an *apierror.Error: bad input → Invalid naming the field;
+// unknown world or member → NotFound; a caller that is not a member →
+// NotJoined; another key changing a world → Forbidden; a busy store or an
+// expired context → Unavailable (apierror.FromStore); anything else →
+// Internal, its text kept for logs only. Malformed ids (world, awnId,
+// keyid) are answered as absent without a store call.
 package world
 
 import (

@@ -1,0 +1,416 @@
+package world
+
+import (
+	"cmp"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Presence values of the agents list.
+const (
+	PresenceOnline  = "online"
+	PresenceOffline = "offline"
+)
+
+// Presence is a member's presence at now: online when it polled events
+// within ReachableWithin, offline otherwise (or when it never polled).
+func Presence(m Member, now time.Time) string {
+	if polledWithin(m, now) {
+		return PresenceOnline
+	}
+	return PresenceOffline
+}
+
+func polledWithin(m Member, now time.Time) bool {
+	return !m.LastPollAt.IsZero() && now.Sub(m.LastPollAt) <= ReachableWithin
+}
+
+func notJoined(world string) error {
+	return apierror.New(apierror.NotJoined, "this key has not joined world %s; join it first", apierror.Quote(world))
+}
+
+func memberNotFound(world, awnID string) error {
+	return apierror.New(apierror.NotFound, "%s is not a member of world %s", apierror.Quote(awnID), apierror.Quote(world))
+}
+
+func decodeMember(world string, it store.Item) (Member, error) {
+	m := Member{
+		World:     world,
+		AWNID:     it.Str(attrAWNID),
+		KeyID:     it.Str(attrKeyID),
+		PublicKey: ed25519.PublicKey(it.Bytes(attrPublicKey)),
+		SubjectID: it.Str(attrSubjectID),
+	}
+	if it.Str(AttrType) != TypeMember || m.AWNID == "" || len(m.PublicKey) != ed25519.PublicKeySize {
+		return Member{}, fmt.Errorf("world: item %s is not a member", it.Key())
+	}
+	if md := it.Str(attrMetadata); md != "" {
+		m.Metadata = json.RawMessage(md)
+	}
+	var err error
+	if m.Slot, err = it.Int(attrSlot); err != nil {
+		return Member{}, fmt.Errorf("world: member %s: %w", it.Key(), err)
+	}
+	joined, err := it.Int(attrJoinedAt)
+	if err != nil {
+		return Member{}, fmt.Errorf("world: member %s: %w", it.Key(), err)
+	}
+	m.JoinedAt = time.Unix(0, joined).UTC()
+	if _, ok := it[attrLastPollAt]; ok {
+		polled, err := it.Int(attrLastPollAt)
+		if err != nil {
+			return Member{}, fmt.Errorf("world: member %s: %w", it.Key(), err)
+		}
+		m.LastPollAt = time.Unix(0, polled).UTC()
+	}
+	return m, nil
+}
+
+var (
+	awnIDRE = regexp.MustCompile(`^` + auth.AWNIDPrefix + `[0-9a-f]{64}$`)
+	keyIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+)
+
+// validMember reports whether world and awnID are well-formed, so that a
+// malformed one is answered as "not a member" without a store call (and
+// never reaches the store as an oversized key).
+func validMember(world, awnID string) bool {
+	return worldIDRE.MatchString(world) && awnIDRE.MatchString(awnID)
+}
+
+// readMember returns awnID's membership, or an error wrapping
+// store.ErrNotFound when there is none.
+func (s *Service) readMember(ctx context.Context, world, awnID string) (Member, error) {
+	if !validMember(world, awnID) {
+		return Member{}, fmt.Errorf("world: %w", store.ErrNotFound) // no such id can have joined
+	}
+	it, err := s.store.Get(ctx, MemberKey(world, awnID))
+	if err != nil {
+		return Member{}, err
+	}
+	m, err := decodeMember(world, it)
+	if err != nil {
+		return Member{}, internal(err)
+	}
+	return m, nil
+}
+
+// subjectFor returns the registry name bound to pub, "" when none (or no
+// registry is configured).
+func (s *Service) subjectFor(ctx context.Context, pub ed25519.PublicKey) (string, error) {
+	if s.subjects == nil {
+		return "", nil
+	}
+	name, err := s.subjects.NameForKey(ctx, pub)
+	if err != nil {
+		var e *apierror.Error
+		if errors.As(err, &e) {
+			if e.Kind == apierror.NotFound {
+				return "", nil
+			}
+			return "", e
+		}
+		return "", apierror.FromStore("look up subject", err)
+	}
+	return name, nil
+}
+
+// joinedData is the payload of agent.joined.
+type joinedData struct {
+	AWNID     string  `json:"awnId"`
+	Slot      int64   `json:"slot"`
+	SubjectID *string `json:"subjectId"`
+}
+
+// Join makes pub a member (created=true) or returns the existing membership
+// unchanged (false: same slot). Unknown world → NotFound. metadata is nil
+// or a JSON object ≤ 4 KiB (Invalid otherwise). It emits a public
+// agent.joined event in the same Write as the membership.
+//
+// Cost of a new member: 1 GetItem (the member item), 1 GetItem of the
+// registry's key item when Subjects is set, 1 UpdateItem (ADD slots 1,
+// members 1 on the manifest, returning the new slot: no scan, and no
+// transaction on the manifest, so racing joins never conflict on it) and
+// 1 TransactWriteItems (member, member key, event). A rejoin is 1 GetItem.
+// When a racing join of the same key wins the transaction, the loser gives
+// its count back (1 UpdateItem ADD members -1; its slot stays unused) and
+// returns the winner's membership, so the count stays exact.
+func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey, metadata json.RawMessage) (Member, bool, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return Member{}, false, invalid("publicKey must be %d bytes, not %d", ed25519.PublicKeySize, len(pub))
+	}
+	md, err := jsonObject("metadata", metadata, MaxMetadataBytes)
+	if err != nil {
+		return Member{}, false, err
+	}
+	if !worldIDRE.MatchString(world) {
+		return Member{}, false, worldNotFound(world)
+	}
+	awnID, keyID := auth.AWNID(pub), auth.KeyID(pub)
+	cur, err := s.readMember(ctx, world, awnID)
+	switch {
+	case err == nil:
+		return cur, false, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return Member{}, false, apierror.FromStore("read member", err)
+	}
+	subject, err := s.subjectFor(ctx, pub)
+	if err != nil {
+		return Member{}, false, err
+	}
+	res, err := s.store.Write(ctx, store.Update(ManifestKey(world)).
+		AddNum(attrSlots, 1).AddNum(attrMembers, 1).When(store.ItemExists()).Returning())
+	if errors.Is(err, store.ErrConditionFailed) {
+		return Member{}, false, worldNotFound(world)
+	}
+	if err != nil {
+		return Member{}, false, apierror.FromStore("allocate slot", err)
+	}
+	slot, err := res[0].Int(attrSlots)
+	if err != nil {
+		return Member{}, false, internal(fmt.Errorf("world: manifest of %q: %w", world, err))
+	}
+	now := s.now().UTC()
+	m := Member{World: world, AWNID: awnID, KeyID: keyID, PublicKey: append(ed25519.PublicKey(nil), pub...),
+		Slot: slot, SubjectID: subject, Metadata: md, JoinedAt: now}
+	data := joinedData{AWNID: awnID, Slot: slot}
+	if subject != "" {
+		data.SubjectID = &subject
+	}
+	ev, err := s.ids.NewEvent(world, AgentJoined, Public, "", data, now)
+	if err != nil {
+		return Member{}, false, internal(err)
+	}
+	it := store.Item{
+		AttrType:      store.S(TypeMember),
+		attrAWNID:     store.S(awnID),
+		attrKeyID:     store.S(keyID),
+		attrPublicKey: store.B(pub),
+		attrSlot:      store.N(slot),
+		attrJoinedAt:  store.N(now.UnixNano()),
+	}
+	if subject != "" {
+		it[attrSubjectID] = store.S(subject)
+	}
+	if md != nil {
+		it[attrMetadata] = store.S(string(md))
+	}
+	_, err = s.store.Write(ctx,
+		store.Put(MemberKey(world, awnID), it).When(store.ItemAbsent()),
+		store.Put(MemberKeyKey(world, keyID), store.Item{
+			AttrType:      store.S(TypeMemberKey),
+			attrAWNID:     store.S(awnID),
+			attrKeyID:     store.S(keyID),
+			attrPublicKey: store.B(pub),
+		}).When(store.ItemAbsent()),
+		EventPut(ev),
+	)
+	if err == nil {
+		return m, true, nil
+	}
+	// Nothing of the membership was written: give the count back. A
+	// failure here leaves the count one too high, so it is reported.
+	if _, uerr := s.store.Write(context.WithoutCancel(ctx), store.Update(ManifestKey(world)).AddNum(attrMembers, -1).When(store.ItemExists())); uerr != nil {
+		return Member{}, false, apierror.FromStore("give back member count", errors.Join(err, uerr))
+	}
+	if !errors.Is(err, store.ErrConditionFailed) {
+		return Member{}, false, apierror.FromStore("join world", err)
+	}
+	// A racing join of the same key won: return its membership.
+	cur, err = s.readMember(ctx, world, awnID)
+	if err != nil {
+		return Member{}, false, apierror.FromStore("read member", err)
+	}
+	return cur, false, nil
+}
+
+// leftData is the payload of agent.left.
+type leftData struct {
+	AWNID string `json:"awnId"`
+}
+
+// Leave removes the membership and its member-key item, deletes the
+// member's webhook item (WebhookKey) and every message of its inbox (the
+// InboxPK partition), and emits a public agent.left. Not a member →
+// NotJoined.
+//
+// Cost: 1 GetItem (the member, for its keyid), 1 TransactWriteItems
+// (delete member, member key and webhook, put the event), 1 UpdateItem
+// (ADD members -1, outside the transaction so it never conflicts with
+// joins), then per page of up to 100 inbox messages 1 Query and 1 Write of
+// their Deletes (an empty inbox: 1 Query). Only the leave that wins the
+// conditional delete of the member item decrements the count.
+func (s *Service) Leave(ctx context.Context, world, awnID string) error {
+	cur, err := s.readMember(ctx, world, awnID)
+	if errors.Is(err, store.ErrNotFound) {
+		return notJoined(world)
+	}
+	if err != nil {
+		return apierror.FromStore("read member", err)
+	}
+	now := s.now().UTC()
+	ev, err := s.ids.NewEvent(world, AgentLeft, Public, "", leftData{AWNID: awnID}, now)
+	if err != nil {
+		return internal(err)
+	}
+	_, err = s.store.Write(ctx,
+		store.Delete(MemberKey(world, awnID)).When(store.Eq(attrJoinedAt, store.N(cur.JoinedAt.UnixNano()))),
+		store.Delete(MemberKeyKey(world, cur.KeyID)),
+		store.Delete(WebhookKey(world, awnID)),
+		EventPut(ev),
+	)
+	if errors.Is(err, store.ErrConditionFailed) {
+		return notJoined(world) // a racing leave came first
+	}
+	if err != nil {
+		return apierror.FromStore("leave world", err)
+	}
+	// The membership is gone: finish the rest even if the caller goes.
+	ctx = context.WithoutCancel(ctx)
+	if _, err := s.store.Write(ctx, store.Update(ManifestKey(world)).AddNum(attrMembers, -1).When(store.ItemExists())); err != nil {
+		return apierror.FromStore("decrement member count", err)
+	}
+	return s.clearInbox(ctx, world, awnID)
+}
+
+// clearInbox deletes every message of awnID's inbox in world, a page of
+// at most store.MaxActions at a time.
+func (s *Service) clearInbox(ctx context.Context, world, awnID string) error {
+	q := store.Query{PK: InboxPK(world, awnID), Limit: store.MaxActions}
+	for {
+		page, err := s.store.Query(ctx, q)
+		if err != nil {
+			return apierror.FromStore("read inbox", err)
+		}
+		if len(page.Items) > 0 {
+			dels := make([]store.Action, len(page.Items))
+			for i, it := range page.Items {
+				dels[i] = store.Delete(it.Key())
+			}
+			if _, err := s.store.Write(ctx, dels...); err != nil {
+				return apierror.FromStore("clear inbox", err)
+			}
+		}
+		if page.Cursor == "" || len(page.Items) == 0 {
+			return nil
+		}
+		q.Cursor = page.Cursor
+	}
+}
+
+// membersEnd bounds a Query of the manifest and the member items: the
+// sort keys MANIFEST and MEMBER#… are adjacent ("MANIFEST" < "MEMBER#" <
+// "MEMBER$" < "MKEY#"), so one range reads both and nothing else.
+const membersEnd = "MEMBER$"
+
+// Members lists every member of world, by slot. Unknown world → NotFound.
+// Cost: 1 Query per 1 MB page (thousands of members) of the range holding
+// the manifest and the member items, so the world's existence costs no
+// extra call.
+func (s *Service) Members(ctx context.Context, world string) ([]Member, error) {
+	if !worldIDRE.MatchString(world) {
+		return nil, worldNotFound(world)
+	}
+	q := store.Query{PK: WorldPK(world), SK: store.SKBetween(manifestSK, membersEnd)}
+	found := false
+	out := []Member{}
+	for {
+		page, err := s.store.Query(ctx, q)
+		if err != nil {
+			return nil, apierror.FromStore("list members", err)
+		}
+		for _, it := range page.Items {
+			switch it.Str(AttrType) {
+			case TypeWorld:
+				found = true
+			case TypeMember:
+				m, err := decodeMember(world, it)
+				if err != nil {
+					return nil, internal(err)
+				}
+				out = append(out, m)
+			}
+		}
+		if page.Cursor == "" {
+			break
+		}
+		q.Cursor = page.Cursor
+	}
+	if !found {
+		return nil, worldNotFound(world)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Slot, b.Slot) })
+	return out, nil
+}
+
+// Member returns one membership (1 GetItem); NotFound when awnID is not a
+// member (a left member is not one).
+func (s *Service) Member(ctx context.Context, world, awnID string) (Member, error) {
+	m, err := s.readMember(ctx, world, awnID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Member{}, memberNotFound(world, awnID)
+	}
+	if err != nil {
+		return Member{}, apierror.FromStore("read member", err)
+	}
+	return m, nil
+}
+
+// MemberKey is the key lookup of member routes: the public key and awnId
+// of the member of world whose keyid is keyID (1 GetItem of MemberKeyKey).
+// No such member → an *apierror.Error of kind NotJoined.
+func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.PublicKey, string, error) {
+	if !keyIDRE.MatchString(keyID) || !worldIDRE.MatchString(world) {
+		return nil, "", notJoined(world)
+	}
+	it, err := s.store.Get(ctx, MemberKeyKey(world, keyID))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, "", notJoined(world)
+	}
+	if err != nil {
+		return nil, "", apierror.FromStore("read member key", err)
+	}
+	pub := it.Bytes(attrPublicKey)
+	awnID := it.Str(attrAWNID)
+	if it.Str(AttrType) != TypeMemberKey || len(pub) != ed25519.PublicKeySize || awnID == "" {
+		return nil, "", internal(fmt.Errorf("world: item %s is not a member key", it.Key()))
+	}
+	return ed25519.PublicKey(pub), awnID, nil
+}
+
+// MarkPolled records that awnID polled events now: 1 UpdateItem of its
+// member item, conditioned on the member existing (NotJoined otherwise).
+func (s *Service) MarkPolled(ctx context.Context, world, awnID string) error {
+	if !validMember(world, awnID) {
+		return notJoined(world)
+	}
+	_, err := s.store.Write(ctx, store.Update(MemberKey(world, awnID)).
+		SetAttr(attrLastPollAt, store.N(s.now().UTC().UnixNano())).When(store.ItemExists()))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return notJoined(world)
+	}
+	if err != nil {
+		return apierror.FromStore("mark polled", err)
+	}
+	return nil
+}
+
+// Reachable reports whether target, a member of world, polled events within
+// the last ReachableWithin (1 GetItem). Not a member → NotFound.
+func (s *Service) Reachable(ctx context.Context, world, target string) (bool, error) {
+	m, err := s.Member(ctx, world, target)
+	if err != nil {
+		return false, err
+	}
+	return polledWithin(m, s.now()), nil
+}

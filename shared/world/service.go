@@ -1,0 +1,359 @@
+package world
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Limits of manifests, joins, actions and polls.
+const (
+	MaxNameLen              = 100 // characters
+	MaxDescriptionLen       = 1024
+	MaxCategoryLen          = 64
+	MaxActions              = 64
+	MaxActionDescriptionLen = 512
+	// MaxMetadataBytes bounds the metadata an agent passes at join.
+	MaxMetadataBytes = 4 << 10
+	// MaxParamsBytes bounds the params of one action.
+	MaxParamsBytes = 64 << 10
+
+	DefaultEventLimit = 50
+	MaxEventLimit     = 100
+	// MaxWait is the longest long poll; a Lambda behind API Gateway has
+	// 30 s, so 20 s leaves room for the last query and the response.
+	MaxWait = 20 * time.Second
+	// PollInterval is the pause between two checks of a long poll: at
+	// most ~4 Query pairs a second per waiting agent.
+	PollInterval = 250 * time.Millisecond
+	// ReachableWithin is how recently a member must have polled events to
+	// count as reachable (and online).
+	ReachableWithin = 30 * time.Second
+	// deadlineMargin is the time a long poll leaves before its context's
+	// deadline, so a Lambda answers before it is killed.
+	deadlineMargin = time.Second
+)
+
+var (
+	worldIDRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	actionNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+)
+
+// Attributes of manifest and member items (event attributes are in event.go).
+const (
+	attrID          = "id"
+	attrName        = "name"
+	attrDescription = "description"
+	attrCategory    = "category"
+	attrActions     = "actions"
+	attrOwnerKey    = "ownerKey"
+	attrOwnerKeyID  = "ownerKeyId"
+	// attrMembers is the member count; attrSlots the slot counter (the
+	// last slot handed out). Both change by UpdateItem ADD only.
+	attrMembers   = "members"
+	attrSlots     = "slots"
+	attrUpdatedAt = "updatedAt"
+
+	attrAWNID      = "awnId"
+	attrKeyID      = "keyId"
+	attrPublicKey  = "publicKey"
+	attrSlot       = "slot"
+	attrSubjectID  = "subjectId"
+	attrMetadata   = "metadata"
+	attrJoinedAt   = "joinedAt"
+	attrLastPollAt = "lastPollAt"
+)
+
+// Subjects looks up the registry name bound to a public key: a joining
+// agent's subjectId. *registry.Registry satisfies it. An error of kind
+// NotFound means the key registers no name.
+type Subjects interface {
+	NameForKey(ctx context.Context, key ed25519.PublicKey) (string, error)
+}
+
+// Service is the world domain over a store. It holds no mutable state of
+// its own (IDs only orders ids); one Service serves any number of
+// concurrent requests.
+type Service struct {
+	store    store.Store
+	now      func() time.Time
+	ids      *IDs
+	subjects Subjects
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock replaces time.Now for every timestamp the service writes or
+// compares (createdAt, joinedAt, lastPollAt, expiry, presence). Long-poll
+// waiting always runs on the real clock, as context deadlines do.
+func WithClock(now func() time.Time) Option {
+	return func(s *Service) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}
+
+// WithIDs sets the ULID source (one per process keeps its ids ordered).
+func WithIDs(ids *IDs) Option {
+	return func(s *Service) {
+		if ids != nil {
+			s.ids = ids
+		}
+	}
+}
+
+// WithSubjects sets the registry lookup of subjectIds; without it every
+// member's subjectId is null.
+func WithSubjects(sub Subjects) Option { return func(s *Service) { s.subjects = sub } }
+
+// New returns a Service over st.
+func New(st store.Store, opts ...Option) *Service {
+	if st == nil {
+		panic("world: nil store")
+	}
+	s := &Service{store: st, now: time.Now, ids: NewIDs()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func invalid(format string, args ...any) error {
+	return apierror.New(apierror.Invalid, format, args...)
+}
+
+func internal(err error) error {
+	return apierror.Wrap(apierror.Internal, err, "internal error; try again later")
+}
+
+func worldNotFound(world string) error {
+	return apierror.New(apierror.NotFound, "no world is named %s", apierror.Quote(world))
+}
+
+// validateManifest checks m, naming the field in words, and fills the
+// default name.
+func validateManifest(m *Manifest) error {
+	if !worldIDRE.MatchString(m.ID) {
+		return invalid("world id must be 1–63 characters of a-z, 0-9 and '-', starting with a letter or digit; got %s", apierror.Quote(m.ID))
+	}
+	if m.Name == "" {
+		m.Name = m.ID
+	}
+	for _, f := range []struct {
+		field, v string
+		max      int
+	}{{"name", m.Name, MaxNameLen}, {"description", m.Description, MaxDescriptionLen}, {"category", m.Category, MaxCategoryLen}} {
+		if !utf8.ValidString(f.v) {
+			return invalid("%s must be valid UTF-8", f.field)
+		}
+		if n := utf8.RuneCountInString(f.v); n > f.max {
+			return invalid("%s must be at most %d characters, not %d", f.field, f.max, n)
+		}
+	}
+	if len(m.Actions) > MaxActions {
+		return invalid("actions must list at most %d actions, not %d", MaxActions, len(m.Actions))
+	}
+	seen := make(map[string]bool, len(m.Actions))
+	for _, a := range m.Actions {
+		if !actionNameRE.MatchString(a.Name) {
+			return invalid("each action name must be 1–64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit; got %s", apierror.Quote(a.Name))
+		}
+		if seen[a.Name] {
+			return invalid("action names must be distinct; %s is listed twice", apierror.Quote(a.Name))
+		}
+		seen[a.Name] = true
+		if !utf8.ValidString(a.Description) {
+			return invalid("the description of action %s must be valid UTF-8", apierror.Quote(a.Name))
+		}
+		if n := utf8.RuneCountInString(a.Description); n > MaxActionDescriptionLen {
+			return invalid("the description of action %s must be at most %d characters, not %d", apierror.Quote(a.Name), MaxActionDescriptionLen, n)
+		}
+	}
+	m.Actions = append([]ActionSpec{}, m.Actions...)
+	return nil
+}
+
+func encodeActions(as []ActionSpec) string {
+	raw, _ := json.Marshal(as) // strings only: cannot fail
+	return string(raw)
+}
+
+func decodeManifest(it store.Item) (Manifest, error) {
+	m := Manifest{
+		ID:          it.Str(attrID),
+		Name:        it.Str(attrName),
+		Description: it.Str(attrDescription),
+		Category:    it.Str(attrCategory),
+		OwnerKey:    ed25519.PublicKey(it.Bytes(attrOwnerKey)),
+		OwnerKeyID:  it.Str(attrOwnerKeyID),
+	}
+	if it.Str(AttrType) != TypeWorld || m.ID == "" || len(m.OwnerKey) != ed25519.PublicKeySize {
+		return Manifest{}, fmt.Errorf("world: item %s is not a manifest", it.Key())
+	}
+	if err := json.Unmarshal([]byte(it.Str(attrActions)), &m.Actions); err != nil {
+		return Manifest{}, fmt.Errorf("world: manifest %s actions: %w", it.Key(), err)
+	}
+	if m.Actions == nil {
+		m.Actions = []ActionSpec{}
+	}
+	var err error
+	if m.Members, err = it.Int(attrMembers); err != nil {
+		return Manifest{}, fmt.Errorf("world: manifest %s: %w", it.Key(), err)
+	}
+	created, err := it.Int(attrCreatedAt)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("world: manifest %s: %w", it.Key(), err)
+	}
+	updated, err := it.Int(attrUpdatedAt)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("world: manifest %s: %w", it.Key(), err)
+	}
+	m.CreatedAt, m.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	return m, nil
+}
+
+// PutWorld creates world m.ID owned by signer (created=true, 201) or updates
+// it when signer is its owner (false, 200); another key → Forbidden.
+// Validation → Invalid naming the field. Cost: 1 GetItem, then 1 PutItem
+// (create) or 1 UpdateItem (update, returning the new manifest; the member
+// and slot counters are left alone).
+func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.PublicKey) (Manifest, bool, error) {
+	if err := validateManifest(&m); err != nil {
+		return Manifest{}, false, err
+	}
+	if len(signer) != ed25519.PublicKeySize {
+		return Manifest{}, false, invalid("publicKey must be %d bytes, not %d", ed25519.PublicKeySize, len(signer))
+	}
+	keyID := auth.KeyID(signer)
+	forbidden := apierror.New(apierror.Forbidden, "world %s belongs to another key; only its owner may change it", apierror.Quote(m.ID))
+	// Two rounds: a create that loses a race to another create reads the
+	// winner and updates (same key) or is refused (another key).
+	for range 2 {
+		cur, err := s.store.Get(ctx, ManifestKey(m.ID))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			now := s.now().UTC()
+			it := store.Item{
+				AttrType:       store.S(TypeWorld),
+				attrID:         store.S(m.ID),
+				attrName:       store.S(m.Name),
+				attrActions:    store.S(encodeActions(m.Actions)),
+				attrOwnerKey:   store.B(signer),
+				attrOwnerKeyID: store.S(keyID),
+				attrMembers:    store.N(0),
+				attrSlots:      store.N(0),
+				attrCreatedAt:  store.N(now.UnixNano()),
+				attrUpdatedAt:  store.N(now.UnixNano()),
+			}
+			if m.Description != "" {
+				it[attrDescription] = store.S(m.Description)
+			}
+			if m.Category != "" {
+				it[attrCategory] = store.S(m.Category)
+			}
+			_, err := s.store.Write(ctx, store.Put(ManifestKey(m.ID), it).When(store.ItemAbsent()))
+			if errors.Is(err, store.ErrConditionFailed) {
+				continue
+			}
+			if err != nil {
+				return Manifest{}, false, apierror.FromStore("create world", err)
+			}
+			m.OwnerKey, m.OwnerKeyID = append(ed25519.PublicKey(nil), signer...), keyID
+			m.Members, m.CreatedAt, m.UpdatedAt = 0, now, now
+			return m, true, nil
+		case err != nil:
+			return Manifest{}, false, apierror.FromStore("read world", err)
+		}
+		if cur.Str(attrOwnerKeyID) != keyID {
+			return Manifest{}, false, forbidden
+		}
+		up := store.Update(ManifestKey(m.ID)).
+			SetAttr(attrName, store.S(m.Name)).
+			SetAttr(attrActions, store.S(encodeActions(m.Actions))).
+			SetAttr(attrUpdatedAt, store.N(s.now().UTC().UnixNano()))
+		var drop []string
+		for _, f := range []struct{ attr, v string }{{attrDescription, m.Description}, {attrCategory, m.Category}} {
+			if f.v != "" {
+				up = up.SetAttr(f.attr, store.S(f.v))
+			} else {
+				drop = append(drop, f.attr)
+			}
+		}
+		if len(drop) > 0 {
+			up = up.Del(drop...)
+		}
+		res, err := s.store.Write(ctx, up.When(store.Eq(attrOwnerKeyID, store.S(keyID))).Returning())
+		if errors.Is(err, store.ErrConditionFailed) {
+			return Manifest{}, false, forbidden
+		}
+		if err != nil {
+			return Manifest{}, false, apierror.FromStore("update world", err)
+		}
+		out, err := decodeManifest(res[0])
+		if err != nil {
+			return Manifest{}, false, internal(err)
+		}
+		return out, false, nil
+	}
+	return Manifest{}, false, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
+		Message: "the world is being changed by concurrent requests; retry"}
+}
+
+// GetWorld returns the manifest with its member count (1 GetItem);
+// NotFound when absent.
+func (s *Service) GetWorld(ctx context.Context, world string) (Manifest, error) {
+	if !worldIDRE.MatchString(world) {
+		return Manifest{}, worldNotFound(world)
+	}
+	it, err := s.store.Get(ctx, ManifestKey(world))
+	if errors.Is(err, store.ErrNotFound) {
+		return Manifest{}, worldNotFound(world)
+	}
+	if err != nil {
+		return Manifest{}, apierror.FromStore("read world", err)
+	}
+	m, err := decodeManifest(it)
+	if err != nil {
+		return Manifest{}, internal(err)
+	}
+	return m, nil
+}
+
+// jsonObject checks that raw is nil, JSON null, or a JSON object of at most
+// max bytes, and returns it compacted (nil for nil or null).
+func jsonObject(field string, raw json.RawMessage, max int) (json.RawMessage, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	if len(raw) > max {
+		return nil, invalid("%s must be at most %d bytes of JSON, not %d", field, max, len(raw))
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, invalid("%s must be a JSON object", field)
+	}
+	switch v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+	default:
+		return nil, invalid("%s must be a JSON object", field)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, invalid("%s must be a JSON object", field)
+	}
+	return json.RawMessage(b.Bytes()), nil
+}
