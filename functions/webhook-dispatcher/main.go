@@ -13,6 +13,7 @@ import (
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/world"
 	"github.com/aws/aws-lambda-go/lambda"
 )
 
@@ -38,7 +39,10 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("DynamoDB client: %w", err)
 	}
-	d, err := webhook.NewDispatcher(webhook.Config{Store: dynamo.New(client, table), NetworkKey: key, Log: log})
+	st := dynamo.New(client, table)
+	// Receivers' answers become their agents' actions through the world
+	// service, with the checks and event of POST /actions.
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, NetworkKey: key, Actions: world.New(st), Log: log})
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/webhook/delivery"
+	"github.com/a2awire/a2awire/shared/world"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -66,9 +67,6 @@ type Options struct {
 	// public half at /.well-known/http-message-signatures-directory. New
 	// generates one when nil.
 	NetworkKey ed25519.PrivateKey
-	// WebhookActions forwards the actions webhook receivers answer with;
-	// nil drops them.
-	WebhookActions webhook.ActionSubmitter
 	// BaseURL is the public URL the registry's Agent Card names; empty
 	// means each request's forwarded proto and Host.
 	BaseURL string
@@ -122,7 +120,8 @@ func registryEntry(o Options, st store.Store) any {
 
 // webhookEntry builds a webhook function's entry over a Dispatcher that
 // may reach receivers on this machine over http (the local mode of
-// egress), signing v1a with the network key. A dispatcher that cannot be
+// egress), signing v1a with the network key, and submitting receivers'
+// actions through the world service. A dispatcher that cannot be
 // built answers every invocation with the error, as a Lambda whose init
 // failed.
 func webhookEntry(o Options, st store.Store, entry func(*webhook.Dispatcher) any) any {
@@ -130,7 +129,7 @@ func webhookEntry(o Options, st store.Store, entry func(*webhook.Dispatcher) any
 		Store:      st,
 		Client:     egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true, Timeout: delivery.AttemptTimeout}),
 		NetworkKey: o.NetworkKey,
-		Actions:    o.WebhookActions,
+		Actions:    world.New(st),
 		Log:        o.Log,
 	})
 	if err != nil {

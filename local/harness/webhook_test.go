@@ -123,3 +123,111 @@ func TestWebhookThroughHarness(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestWebhookActionForwardedToWorld: through the harness, with the world
+// service. B submits an action; A's receiver answers its delivery with an
+// action of its own, which the world records as action.submitted from A
+// (B polls it) and delivers to both; A's answer to its own action is not
+// submitted again.
+func TestWebhookActionForwardedToWorld(t *testing.T) {
+	st := memory.New(memory.WithFeedConsumers(harness.StreamConsumers(nil)...))
+	defer st.Close()
+	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st,
+		NewTicker: func(time.Duration) cloud.Ticker { return make(chanTicker) }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	svc := world.New(st)
+	key := func(n byte) ed25519.PublicKey {
+		return ed25519.NewKeyFromSeed(append(make([]byte, 31), n)).Public().(ed25519.PublicKey)
+	}
+	if _, _, err := svc.PutWorld(ctx, world.Manifest{ID: "arena", Actions: []world.ActionSpec{{Name: "wave", Description: "wave"}}}, key(1)); err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := svc.Join(ctx, "arena", key(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := svc.Join(ctx, "arena", key(3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Receivers note the action.submitted events they get (the joins may
+	// or may not reach them, depending on when the feed is read).
+	serve := func(answer string) (*httptest.Server, chan string) {
+		ch := make(chan string, 20)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body struct {
+				Event   string
+				Payload struct{ AWNID string } `json:"payload"`
+			}
+			raw, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(raw, &body)
+			if body.Event != world.ActionSubmitted {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			ch <- body.Payload.AWNID
+			if answer != "" {
+				_, _ = io.WriteString(w, answer)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(srv.Close)
+		return srv, ch
+	}
+	srvA, gotA := serve(`{"action":"wave","params":{"to":"everyone"}}`)
+	srvB, gotB := serve("")
+	hooks := webhook.NewStore(st)
+	if _, err := hooks.Set(ctx, "arena", a.AWNID, srvA.URL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hooks.Set(ctx, "arena", b.AWNID, srvB.URL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SubmitAction(ctx, "arena", b.AWNID, "wave", nil); err != nil {
+		t.Fatal(err)
+	}
+	next := func(ch chan string) string {
+		t.Helper()
+		select {
+		case s := <-ch:
+			return s
+		case <-time.After(2 * time.Second):
+			t.Fatal("no delivery within 2 s")
+			return ""
+		}
+	}
+	for _, ch := range []chan string{gotA, gotB} {
+		if by := []string{next(ch), next(ch)}; by[0] != b.AWNID || by[1] != a.AWNID {
+			t.Fatalf("action.submitted by %v, want B's then A's", by)
+		}
+	}
+	select {
+	case s := <-gotB:
+		t.Fatalf("B got another action.submitted by %s (forwarded twice?)", s)
+	case <-time.After(500 * time.Millisecond):
+	}
+	evs, err := svc.Events(ctx, "arena", b.AWNID, "", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var by []string
+	for _, e := range evs {
+		if e.Type == world.ActionSubmitted {
+			var d struct{ AWNID, Action string }
+			_ = json.Unmarshal(e.Data, &d)
+			by = append(by, d.AWNID+" "+d.Action)
+		}
+	}
+	if len(by) != 2 || by[0] != b.AWNID+" wave" || by[1] != a.AWNID+" wave" {
+		t.Fatalf("the world's action.submitted events: %v", by)
+	}
+}
