@@ -395,6 +395,7 @@ func (d *Dispatcher) RunRetries(ctx context.Context) (RetryReport, error) {
 			case err != nil:
 				errs = append(errs, err)
 			case !h.Enabled:
+				d.recordStats(ctx, h, outcome{deadLettered: true})
 				errs = append(errs, d.store.settle(ctx, p, nil, true, "the webhook is disabled"))
 			default:
 				jobs = append(jobs, job{record: -1, p: p, hook: h, isRetry: true})

@@ -9,10 +9,10 @@
 //
 // # Items
 //
-//	item         pk                        sk          gsi1pk          gsi1sk                               type
-//	webhook      WORLD#<world>             WEBHOOK#<id> —              —                                    webhook
-//	retry        WHRETRY#<world>#<awnId>   <eventId>   WHDUE#<shard>   <due ms, 15 digits>#<world>#<awnId>#<eventId>  whretry
-//	dead letter  WHDEAD#<world>#<awnId>    <eventId>   —               —                                    whdead
+//	item         pk                        sk                gsi1pk          gsi1sk                                   type
+//	webhook      WORLD#<world>             WEBHOOK#<awnId>   —               —                                        webhook
+//	retry        WHRETRY#<world>#<awnId>   <eventId>         WHDUE#<shard>   <due ms, 15 digits>#<world>#<awnId>#<eventId>  whretry
+//	dead letter  WHDEAD#<world>#<awnId>    <eventId>         —               —                                        whdead
 //
 // The webhook item holds url, secret, enabled, disabledReason, createdAt
 // and the counters delivered, failed (attempts) and deadLettered, changed

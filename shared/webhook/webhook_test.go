@@ -812,3 +812,41 @@ func TestNextWait(t *testing.T) {
 		t.Errorf("%d waits, %d attempts", got, webhook.MaxAttempts)
 	}
 }
+
+// TestRetriesOfDisabledWebhookDeadLettered: a retry that comes due after
+// its webhook was disabled by a 410 is not sent but dead-lettered (so a
+// replay after re-registering finds it) and counted.
+func TestRetriesOfDisabledWebhookDeadLettered(t *testing.T) {
+	st := stores.Memory().Open(t)
+	ctx := t.Context()
+	c := &clock{now: t0}
+	d := newDispatcher(t, st, c, nil)
+	rc := newReceiver(t)
+	rc.setAnswer(status(http.StatusInternalServerError))
+	if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+		t.Fatal(err)
+	}
+	first := event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, t0)
+	if err := d.Dispatch(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	rc.next(t, time.Second)
+	rc.setAnswer(status(http.StatusGone))
+	if err := d.Dispatch(ctx, event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, t0)); err != nil {
+		t.Fatal(err)
+	}
+	rc.next(t, time.Second)
+	c.Advance(time.Minute)
+	if rep, err := d.RunRetries(ctx); err != nil || rep.Due != 1 || rep.Sent != 0 {
+		t.Fatalf("run: %+v, %v", rep, err)
+	}
+	rc.none(t)
+	v, _ := d.Store().Show(ctx, "w", "aw:a")
+	if v.Enabled || v.Stats.DeadLettered != 2 {
+		t.Fatalf("view %+v", v)
+	}
+	dls, _ := d.Store().DeadLetters(ctx, "w", "aw:a", t0.Add(-time.Hour))
+	if len(dls) != 2 || dls[0].Event.ID != first.ID || dls[0].LastError != "the webhook is disabled" {
+		t.Fatalf("dead letters %+v", dls)
+	}
+}
