@@ -116,3 +116,12 @@ func PrivateEventsPK(world, awnID string) string { return eventsPrefix + world +
 // InboxPK is the partition of the direct messages waiting for awnID in
 // world (package inbox owns its items; leaving clears it).
 func InboxPK(world, awnID string) string { return "INBOX#" + world + "#" + awnID }
+
+// ValidID reports whether world is a well-formed world id. Domains that key
+// items by world ids (inbox, ratelimit) answer a malformed one without a
+// store call, so it never reaches the store as an oversized key.
+func ValidID(world string) bool { return worldIDRE.MatchString(world) }
+
+// ValidAWNID reports whether awnID is a well-formed awnId (aw:sha256: and
+// 64 lowercase hex digits); no other id can have joined a world.
+func ValidAWNID(awnID string) bool { return awnIDRE.MatchString(awnID) }

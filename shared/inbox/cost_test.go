@@ -1,0 +1,118 @@
+package inbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/inbox"
+	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/storetest"
+)
+
+// TestCost pins the DynamoDB calls of every inbox operation on DynamoDB
+// Local (the README's cost table), measured by the capacity meter, and the
+// item API calls behind them.
+func TestCost(t *testing.T) {
+	m := capacity.New()
+	client, table := dynamolocal.NewTable(t, local, m.Option())
+	st := &storetest.Counting{Store: dynamo.New(client, table)}
+	join(t, st, lobby, alice, bob)
+	c := &clock{now: t0}
+	b := inbox.New(st, inbox.WithClock(c.Now))
+	ctx := context.Background()
+	m.Take()
+	st.Take()
+
+	expect := func(what string, calls map[string]int, items [3]int64) {
+		t.Helper()
+		use := m.Take()
+		t.Logf("%s:\n%v", what, use)
+		if got := use.Calls(); !maps.Equal(got, calls) {
+			t.Fatalf("%s made DynamoDB calls %v, want %v", what, got, calls)
+		}
+		if got := st.Take(); got != items {
+			t.Fatalf("%s made item API calls %v (gets, queries, writes), want %v", what, got, items)
+		}
+	}
+	sendN := func(n int) {
+		t.Helper()
+		for i := range n {
+			send(t, b, alice, bob, fmt.Sprintf(`{"n":%d}`, i))
+			c.Advance(time.Millisecond)
+		}
+		m.Take()
+		st.Take()
+	}
+
+	send(t, b, alice, bob, `{"text":"hello"}`)
+	expect("send", map[string]int{"TransactWriteItems": 1}, [3]int64{0, 0, 1})
+	_, err := b.Send(ctx, lobby, alice, carol, json.RawMessage(`1`), "")
+	wantKind(t, err, apierror.NotFound)
+	expect("send to a non-member", map[string]int{"TransactWriteItems": 1}, [3]int64{0, 0, 1})
+
+	read(t, b, bob, inbox.ReadOptions{Peek: true})
+	expect("peek", map[string]int{"Query": 1}, [3]int64{0, 1, 0})
+	if got := read(t, b, bob, inbox.ReadOptions{}); len(got) != 1 {
+		t.Fatalf("read 1: %d messages", len(got))
+	}
+	expect("read 1", map[string]int{"Query": 1, "DeleteItem": 1}, [3]int64{0, 1, 1})
+	read(t, b, bob, inbox.ReadOptions{})
+	expect("read of an empty inbox", map[string]int{"Query": 1}, [3]int64{0, 1, 0})
+
+	sendN(3)
+	if got := read(t, b, bob, inbox.ReadOptions{}); len(got) != 3 {
+		t.Fatalf("read 3: %d messages", len(got))
+	}
+	expect("read 3", map[string]int{"Query": 1, "TransactWriteItems": 1}, [3]int64{0, 1, 1})
+
+	sendN(100)
+	if got := read(t, b, bob, inbox.ReadOptions{Limit: 100}); len(got) != 100 {
+		t.Fatalf("read 100: %d messages", len(got))
+	}
+	expect("read 100 of a full inbox", map[string]int{"Query": 1, "TransactWriteItems": 1}, [3]int64{0, 1, 1})
+
+	// 250 messages: 150 dropped. The consuming read deletes them first:
+	// a Query and a Write per 100, then its own Write.
+	sendN(250)
+	read(t, b, bob, inbox.ReadOptions{Peek: true})
+	expect("peek of an overflowed inbox", map[string]int{"Query": 1}, [3]int64{0, 1, 0})
+	if got := read(t, b, bob, inbox.ReadOptions{Limit: 10}); len(got) != 10 {
+		t.Fatalf("read 10 of an overflowed inbox: %d messages", len(got))
+	}
+	expect("read 10 with 150 dropped", map[string]int{"Query": 3, "TransactWriteItems": 3}, [3]int64{0, 3, 3})
+	if got := read(t, b, bob, inbox.ReadOptions{Limit: 100}); len(got) != 90 {
+		t.Fatalf("read the rest: %d messages, want 90", len(got))
+	}
+	expect("read the remaining 90", map[string]int{"Query": 1, "TransactWriteItems": 1}, [3]int64{0, 1, 1})
+}
+
+// The item API calls are the same on every engine.
+func TestCostEveryEngine(t *testing.T) {
+	everyEngine(t, func(t *testing.T, raw store.Store) {
+		st := &storetest.Counting{Store: raw}
+		join(t, st, lobby, alice, bob)
+		b := inbox.New(st)
+		st.Take()
+		send(t, b, alice, bob, `1`)
+		send(t, b, alice, bob, `2`)
+		if got := st.Take(); got != [3]int64{0, 0, 2} {
+			t.Fatalf("2 sends: calls %v, want 2 writes", got)
+		}
+		read(t, b, bob, inbox.ReadOptions{Peek: true})
+		if got := st.Take(); got != [3]int64{0, 1, 0} {
+			t.Fatalf("peek: calls %v, want 1 query", got)
+		}
+		read(t, b, bob, inbox.ReadOptions{})
+		if got := st.Take(); got != [3]int64{0, 1, 1} {
+			t.Fatalf("read 2: calls %v, want 1 query and 1 write", got)
+		}
+	})
+}

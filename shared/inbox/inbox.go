@@ -1,0 +1,506 @@
+// Package inbox is the direct-message relay of a world: a member sends a
+// JSON message to another member, the world keeps it in the recipient's
+// inbox and tells the recipient with a private message.received event, and
+// the recipient reads its inbox, consuming what it reads unless it peeks.
+// It is written over the item API (store.Store), so it runs on memory, bolt
+// and DynamoDB alike.
+//
+// # Items
+//
+//	item     pk                     sk                 type
+//	message  INBOX#<world>#<awnId>  MSG#<messageId>    message
+//
+// The message id is a ULID, so sort-key order is sending order. A message
+// item holds messageId, world, from, to, content (the JSON text),
+// contentType, sentAt (Unix nanoseconds) and expiresAt (sentAt + 7 days).
+// The partition belongs to this package alone; leaving a world deletes it
+// whole (world.InboxPK).
+//
+// # The 100-message cap
+//
+// An inbox holds at most 100 messages: the visible inbox is, by definition,
+// the newest 100 unexpired message items of the partition. Send never reads
+// the partition (a cap enforced at send time would need a read or a shared
+// counter item, and concurrent sends into one inbox would then collide), so
+// a send beyond 100 writes its item like any other and the oldest message
+// is dropped at that moment: no Read returns it again, peeking or not.
+// Dropped items are deleted physically by the next consuming Read that sees
+// them (before it consumes anything, so that consuming never lets a dropped
+// message back into the newest 100), or by the TTL sweeper after 7 days, or
+// when the recipient leaves. A Read that peeks never writes.
+//
+// # Costs
+//
+// Send is one write request: a TransactWriteItems of a ConditionCheck that
+// the recipient is a member, the Put of the message and the Put of its
+// event. Read is one Query (backward, newest first, at most 101 items: the
+// visible 100 and one that shows whether any were dropped; more pages only
+// when those items exceed 1 MB), and a consuming Read adds one write: a
+// DeleteItem for one message, a TransactWriteItems of one conditional
+// Delete per message otherwise. Only when the Query shows dropped messages
+// does a consuming Read spend more: one Query and one Write of up to 100
+// Deletes per 100 dropped messages.
+//
+// # Exactly once
+//
+// A consuming Read deletes what it returns in one Write, each Delete
+// conditioned on the message still existing. Of two concurrent readers that
+// picked the same message one Write succeeds and the other fails whole;
+// the loser queries again and retries, so no message is returned twice and
+// none is lost. Retries are bounded: readers that keep racing for the same
+// inbox while messages keep arriving may get Unavailable (503 with
+// Retry-After), having consumed nothing.
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"mime"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/world"
+)
+
+// Limits of a message and of a read.
+const (
+	// MaxMessages is how many messages an inbox holds; older ones are
+	// dropped.
+	MaxMessages = 100
+	// MaxContentBytes bounds a message's JSON content.
+	MaxContentBytes = 64 << 10
+	// MaxContentTypeLen bounds contentType (characters).
+	MaxContentTypeLen = 100
+	// DefaultContentType is the contentType of a message sent without one.
+	DefaultContentType = "application/json"
+	// PreviewLen is the most characters of the event's preview.
+	PreviewLen = 100
+	// DefaultLimit and MaxLimit bound the messages of one Read.
+	DefaultLimit = 50
+	MaxLimit     = 100
+	// MaxReadBytes bounds the content one Read returns (at least one
+	// message is always returned): 100 messages of 64 KiB would not fit in
+	// a Lambda response (6 MB), and a consumed message that cannot be
+	// delivered would be lost. The rest waits for the next Read.
+	MaxReadBytes = 4 << 20
+	// TTL is how long a message waits in an inbox before it expires.
+	TTL = 7 * 24 * time.Hour
+	// maxAttempts bounds a consuming Read's retries after a concurrent
+	// reader took some of its messages; retryPause is the most it waits
+	// (at random, times the attempt) before looking again, so that racing
+	// readers stop picking the same messages in lockstep.
+	maxAttempts = 10
+	retryPause  = 2 * time.Millisecond
+)
+
+// TypeMessage is the type attribute of message items.
+const TypeMessage = "message"
+
+const (
+	msgPrefix = "MSG#"
+	// msgEnd sorts after every message sort key ('~' follows the ULID
+	// alphabet), closing the Query's sort-key range.
+	msgEnd = msgPrefix + "~"
+
+	attrMessageID   = "messageId"
+	attrWorld       = "world"
+	attrFrom        = "from"
+	attrTo          = "to"
+	attrContent     = "content"
+	attrContentType = "contentType"
+	attrSentAt      = "sentAt"
+)
+
+// Message is one direct message.
+type Message struct {
+	// ID is a ULID: its order is sending order.
+	ID string `json:"messageId"`
+	// From and To are the sender's and recipient's awnIds.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Content is the message's JSON value, compacted.
+	Content     json.RawMessage `json:"content"`
+	ContentType string          `json:"contentType"`
+	SentAt      time.Time       `json:"sentAt"`
+}
+
+// ReadOptions select what a Read returns.
+type ReadOptions struct {
+	// Peek returns messages without consuming them.
+	Peek bool
+	// Since keeps only messages sent after it; zero keeps all.
+	Since time.Time
+	// Limit is the most messages returned: 0 means DefaultLimit; 1 to
+	// MaxLimit are accepted.
+	Limit int
+}
+
+// Inbox sends and reads direct messages over a store. It holds no mutable
+// state of its own; one Inbox serves any number of concurrent requests.
+type Inbox struct {
+	store store.Store
+	now   func() time.Time
+	ids   *world.IDs
+}
+
+// Option configures an Inbox.
+type Option func(*Inbox)
+
+// WithClock replaces time.Now (sentAt, expiry).
+func WithClock(now func() time.Time) Option {
+	return func(b *Inbox) {
+		if now != nil {
+			b.now = now
+		}
+	}
+}
+
+// WithIDs sets the ULID source of message and event ids, e.g. the one a
+// process shares with package world so its ids increase together.
+func WithIDs(ids *world.IDs) Option {
+	return func(b *Inbox) {
+		if ids != nil {
+			b.ids = ids
+		}
+	}
+}
+
+// New returns an Inbox over st.
+func New(st store.Store, opts ...Option) *Inbox {
+	if st == nil {
+		panic("inbox: nil store")
+	}
+	b := &Inbox{store: st, now: time.Now, ids: world.NewIDs()}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// MessageKey is the key of message id in awnID's inbox of w.
+func MessageKey(w, awnID, id string) store.Key {
+	return store.Key{PK: world.InboxPK(w, awnID), SK: msgPrefix + id}
+}
+
+// received is the data of a message.received event.
+type received struct {
+	MessageID   string `json:"messageId"`
+	From        string `json:"from"`
+	ContentType string `json:"contentType"`
+	Preview     string `json:"preview"`
+}
+
+// mediaType is a MIME type's shape: type/subtype of RFC 6838 name
+// characters, parameters checked by mime.ParseMediaType.
+var mediaType = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$`)
+
+// Send stores a message from → to (both awnIds; the caller has
+// authenticated from as a member) in world's inbox of to, with its private
+// message.received event {messageId, from, contentType, preview} for to,
+// in one Write. A malformed world or sender is NotJoined and a malformed
+// recipient NotFound, without a store call. content is any JSON value but null (at most
+// MaxContentBytes; stored compacted); contentType defaults to
+// DefaultContentType and must look like a MIME type. A recipient that is
+// not a member of world → NotFound. Cost: one TransactWriteItems (a
+// ConditionCheck of the recipient's member item, the message Put and the
+// event Put).
+func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
+	if !world.ValidID(w) || !world.ValidAWNID(from) {
+		return Message{}, notJoined() // no such id can have joined
+	}
+	if to == "" {
+		return Message{}, apierror.New(apierror.Invalid, "to is required: the recipient's awnId")
+	}
+	if !world.ValidAWNID(to) {
+		return Message{}, notMember(to) // no such id can have joined: no store call
+	}
+	body, err := checkContent(content)
+	if err != nil {
+		return Message{}, err
+	}
+	if contentType == "" {
+		contentType = DefaultContentType
+	}
+	if err := checkContentType(contentType); err != nil {
+		return Message{}, err
+	}
+	now := b.now().UTC()
+	m := Message{ID: b.ids.New(now), From: from, To: to, Content: body, ContentType: contentType, SentAt: now}
+	ev, err := b.ids.NewEvent(w, world.MessageReceived, world.Private, to,
+		received{MessageID: m.ID, From: from, ContentType: contentType, Preview: preview(body)}, now)
+	if err != nil {
+		return Message{}, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
+	}
+	_, err = b.store.Write(ctx,
+		store.Check(world.MemberKey(w, to), store.ItemExists()),
+		store.Put(MessageKey(w, to, m.ID), encode(w, m)).When(store.ItemAbsent()),
+		world.EventPut(ev),
+	)
+	var cf *store.ConditionFailedError
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.As(err, &cf) && cf.Action == 0:
+		return Message{}, notMember(to)
+	default:
+		return Message{}, apierror.FromStore("send message", err)
+	}
+}
+
+func notMember(awnID string) error {
+	shown := apierror.Quote(awnID)
+	if world.ValidAWNID(awnID) {
+		shown = strconv.Quote(awnID) // well-formed: short enough to show whole
+	}
+	return apierror.New(apierror.NotFound, "agent %s is not a member of this world", shown)
+}
+
+func notJoined() error {
+	return apierror.New(apierror.NotJoined, "you are not a member of this world; join it first")
+}
+
+// checkContent validates content and returns it compacted.
+func checkContent(content json.RawMessage) (json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(content)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return nil, apierror.New(apierror.Invalid, "content is required: any JSON value but null")
+	}
+	if len(content) > MaxContentBytes {
+		return nil, &apierror.Error{Kind: apierror.TooLarge,
+			Message: fmt.Sprintf("content is %d bytes; at most %d (64 KiB) are accepted", len(content), MaxContentBytes)}
+	}
+	if !utf8.Valid(content) || !json.Valid(content) {
+		return nil, apierror.New(apierror.Invalid, "content must be a JSON value in UTF-8")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, content); err != nil {
+		return nil, apierror.New(apierror.Invalid, "content must be a JSON value in UTF-8")
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+func checkContentType(ct string) error {
+	if utf8.RuneCountInString(ct) > MaxContentTypeLen {
+		return apierror.New(apierror.Invalid, "contentType is %d characters; at most %d are accepted", utf8.RuneCountInString(ct), MaxContentTypeLen)
+	}
+	base, _, err := mime.ParseMediaType(ct)
+	if err != nil || !mediaType.MatchString(base) || strings.IndexFunc(ct, notPrintableASCII) >= 0 {
+		return apierror.New(apierror.Invalid, "contentType must be a MIME type such as \"application/json\" or \"text/plain; charset=utf-8\", not %s", apierror.Quote(ct))
+	}
+	return nil
+}
+
+// notPrintableASCII is true for control characters and non-ASCII, which
+// mime.ParseMediaType trims or lets through in quoted parameter values.
+func notPrintableASCII(r rune) bool { return r < 0x20 || r > 0x7e }
+
+// preview is the content's JSON text cut to PreviewLen characters, never
+// inside a UTF-8 sequence.
+func preview(content json.RawMessage) string {
+	s := string(content)
+	n := 0
+	for i := range s {
+		if n == PreviewLen {
+			return s[:i]
+		}
+		n++
+	}
+	return s
+}
+
+func encode(w string, m Message) store.Item {
+	return store.Item{
+		world.AttrType:      store.S(TypeMessage),
+		attrMessageID:       store.S(m.ID),
+		attrWorld:           store.S(w),
+		attrFrom:            store.S(m.From),
+		attrTo:              store.S(m.To),
+		attrContent:         store.S(string(m.Content)),
+		attrContentType:     store.S(m.ContentType),
+		attrSentAt:          store.N(m.SentAt.UnixNano()),
+		store.AttrExpiresAt: store.ExpiresAt(m.SentAt.Add(TTL)),
+	}
+}
+
+func decode(it store.Item) (Message, error) {
+	ns, err := it.Int(attrSentAt)
+	if err != nil {
+		return Message{}, fmt.Errorf("inbox: message %s: %w", it.Key(), err)
+	}
+	m := Message{
+		ID:          it.Str(attrMessageID),
+		From:        it.Str(attrFrom),
+		To:          it.Str(attrTo),
+		Content:     json.RawMessage(it.Str(attrContent)),
+		ContentType: it.Str(attrContentType),
+		SentAt:      time.Unix(0, ns).UTC(),
+	}
+	if it.Str(world.AttrType) != TypeMessage || m.ID == "" || it.Key().SK != msgPrefix+m.ID || !json.Valid(m.Content) {
+		return Message{}, fmt.Errorf("inbox: item %s is not a well-formed message", it.Key())
+	}
+	return m, nil
+}
+
+// Read returns awnID's messages in world, oldest first: at most o.Limit of
+// the visible inbox (the newest MaxMessages unexpired messages) sent after
+// o.Since, and no more content than MaxReadBytes. Unless o.Peek it
+// consumes them, exactly once: two concurrent readers never both get a
+// message. A consuming Read whose delete Write fails is an error and
+// returns nothing; if that Write's outcome is unknown (the connection
+// failed in flight), its messages may be gone: exactly once is kept by
+// never returning a message that may also have gone to someone else. See
+// the package doc for its cost.
+func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Message, error) {
+	limit := o.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultLimit
+	case limit < 0 || limit > MaxLimit:
+		return nil, apierror.New(apierror.Invalid, "limit must be between 1 and %d, not %d", MaxLimit, o.Limit)
+	}
+	if !world.ValidID(w) || !world.ValidAWNID(awnID) {
+		return nil, notJoined() // no such id can have joined
+	}
+	pk := world.InboxPK(w, awnID)
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			if err := pause(ctx, time.Duration(rand.Int64N(int64(attempt)*int64(retryPause)))); err != nil {
+				return nil, apierror.FromStore("read inbox", err)
+			}
+		}
+		now := b.now()
+		visible, boundary, dropped, err := b.window(ctx, pk, now)
+		if err != nil {
+			return nil, err
+		}
+		picked := make([]Message, 0, limit)
+		size := 0
+		for _, m := range visible {
+			if !o.Since.IsZero() && !m.SentAt.After(o.Since) {
+				continue
+			}
+			if len(picked) == limit || len(picked) > 0 && size+len(m.Content) > MaxReadBytes {
+				break
+			}
+			picked = append(picked, m)
+			size += len(m.Content)
+		}
+		if o.Peek {
+			return picked, nil
+		}
+		if dropped {
+			if err := b.deleteBelow(ctx, pk, boundary); err != nil {
+				return nil, err
+			}
+		}
+		if len(picked) == 0 {
+			return picked, nil
+		}
+		acts := make([]store.Action, len(picked))
+		for i, m := range picked {
+			acts[i] = store.Delete(MessageKey(w, awnID, m.ID)).When(store.ItemExists())
+		}
+		_, err = b.store.Write(ctx, acts...)
+		switch {
+		case err == nil:
+			return picked, nil
+		case errors.Is(err, store.ErrConditionFailed):
+			continue // a concurrent reader took some of them: look again
+		default:
+			return nil, apierror.FromStore("consume messages", err)
+		}
+	}
+	return nil, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
+		Message: "the inbox is being read by concurrent requests; retry"}
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// window returns the visible inbox oldest first, the sort key of its
+// oldest message, and whether any older unexpired message exists (was
+// dropped). It reads the partition backward from the newest message down
+// to the oldest one that can be unexpired, MaxMessages+1 items at most.
+func (b *Inbox) window(ctx context.Context, pk string, now time.Time) ([]Message, string, bool, error) {
+	q := store.Query{
+		PK:       pk,
+		SK:       store.SKBetween(msgPrefix+world.CursorFloor(now.Add(-TTL)), msgEnd),
+		Backward: true,
+		Limit:    MaxMessages + 1,
+	}
+	var items []store.Item
+	for {
+		p, err := b.store.Query(ctx, q)
+		if err != nil {
+			return nil, "", false, apierror.FromStore("read inbox", err)
+		}
+		items = append(items, p.Items...)
+		if len(items) > MaxMessages || p.Cursor == "" {
+			break
+		}
+		q.Cursor, q.Limit = p.Cursor, MaxMessages+1-len(items)
+	}
+	dropped := len(items) > MaxMessages
+	if dropped {
+		items = items[:MaxMessages]
+	}
+	msgs := make([]Message, 0, len(items))
+	boundary := ""
+	for _, it := range items {
+		m, err := decode(it)
+		if err != nil {
+			return nil, "", false, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
+		}
+		boundary = it.Key().SK
+		if now.Before(m.SentAt.Add(TTL)) {
+			msgs = append(msgs, m)
+		}
+	}
+	slices.Reverse(msgs)
+	return msgs, boundary, dropped, nil
+}
+
+// deleteBelow deletes the partition's messages older than the sort key
+// boundary (the oldest visible message): the dropped ones, and expired
+// ones on the way. One Query and one Write per MaxMessages items.
+func (b *Inbox) deleteBelow(ctx context.Context, pk, boundary string) error {
+	for {
+		// Deleted items leave the range, so every round starts again
+		// from its beginning rather than from a cursor.
+		p, err := b.store.Query(ctx, store.Query{PK: pk, SK: store.SKLT(boundary), Limit: MaxMessages})
+		if err != nil {
+			return apierror.FromStore("drop old messages", err)
+		}
+		acts := make([]store.Action, 0, len(p.Items))
+		for _, it := range p.Items {
+			acts = append(acts, store.Delete(it.Key()))
+		}
+		if len(acts) > 0 {
+			if _, err := b.store.Write(ctx, acts...); err != nil {
+				return apierror.FromStore("drop old messages", err)
+			}
+		}
+		if p.Cursor == "" {
+			return nil
+		}
+	}
+}
