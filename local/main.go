@@ -136,8 +136,13 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 		_ = ln.Close()
 		return err
 	}
+	lobby, err := seedLobby(ctx, st.store, base, networkKey)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	printBanner(stdout, base, st.where, h.Triggers())
-	fmt.Fprintf(stdout, "%s\n\n", seeded)
+	fmt.Fprintf(stdout, "%s\n%s\n\n", seeded, lobby)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

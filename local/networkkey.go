@@ -141,3 +141,17 @@ func seedFixtures(ctx context.Context, st store.Store, base string, key ed25519.
 	return fmt.Sprintf("registry: %d fixtures registered at %s/agents/<name>/invoke (%d new, %d updated), owned by the network key %s",
 		len(done), base, created, len(done)-created, auth.KeyID(pub)), nil
 }
+
+// seedLobby creates the world lobby owned by the network key (or keeps the
+// one a kept store holds) and says so in one line for the banner.
+func seedLobby(ctx context.Context, st store.Store, base string, key ed25519.PrivateKey) (string, error) {
+	m, created, err := harness.SeedLobby(ctx, st, key)
+	if err != nil {
+		return "", fmt.Errorf("creating the world %s: %w (or start with -reset to wipe the data)", harness.LobbyWorld, err)
+	}
+	what := "kept"
+	if created {
+		what = "created"
+	}
+	return fmt.Sprintf("worlds: %s at %s/v0/worlds/%s (%s), owned by the network key %s", m.ID, base, m.ID, what, m.OwnerKeyID), nil
+}

@@ -80,7 +80,7 @@ type smokeCase struct {
 // cases covers every functions/* folder; TestEmulator fails when a folder
 // has no case, so a new function's main cannot go untested.
 func cases() []smokeCase {
-	return []smokeCase{
+	return append(worldCases(), []smokeCase{
 		{
 			function: "fixture-punctual",
 			invokes: []invocation{
@@ -216,7 +216,7 @@ func cases() []smokeCase {
 		},
 		registryCase(),
 		registrySeedCase(),
-	}
+	}...)
 }
 
 // registryCase runs the registry's main against DynamoDB Local: the

@@ -89,6 +89,17 @@ type Function struct {
 // test keeps the two (and the functions/ folders) in step.
 func Handlers(o Options, st store.Store) map[string]any {
 	return map[string]any{
+		"world-put":          worldEntry(o, st, "world-put"),
+		"world-get":          worldEntry(o, st, "world-get"),
+		"world-join":         worldEntry(o, st, "world-join"),
+		"world-leave":        worldEntry(o, st, "world-leave"),
+		"world-agents":       worldEntry(o, st, "world-agents"),
+		"world-send":         worldEntry(o, st, "world-send"),
+		"world-messages":     worldEntry(o, st, "world-messages"),
+		"world-ping":         worldEntry(o, st, "world-ping"),
+		"world-act":          worldEntry(o, st, "world-act"),
+		"world-events":       worldEntry(o, st, "world-events"),
+		"world-card":         worldEntry(o, st, "world-card"),
 		"fixture-clean":      lambdahttp.Entry(clean.New(o.Log)),
 		"fixture-ledger":     lambdahttp.Entry(ledger.New(o.Log, st)),
 		"fixture-messy":      lambdahttp.Entry(messy.New(o.Log)),

@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// regenerate rewrites every fixture-*.json from the request it describes,
+// regenerate rewrites every fixture-*.json and world-*.json from the request it describes,
 // through cloud.BuildEvent, adds the trigger samples, and records each
 // sample's answer in expected.json (keys that differ between two runs are
 // listed as ignored).
@@ -63,6 +63,11 @@ func regenerate() error {
 	if err != nil {
 		return err
 	}
+	worlds, err := filepath.Glob("../../events/world-*.json")
+	if err != nil {
+		return err
+	}
+	files = append(files, worlds...)
 	expected := map[string]expectation{}
 	for _, path := range files {
 		old, err := os.ReadFile(path)

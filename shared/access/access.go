@@ -7,6 +7,11 @@
 // silently lose its check; a route of the table without a handler, or a
 // handler without the hook its kind needs, is an error at start-up.
 //
+// Keys are found by Config.Keys (stored keys by keyid), by
+// Config.ParamKeys (keys within the resource the path names: a world's
+// members, so a non-member is refused with NOT_JOINED before anything
+// else), or, on signed routes, in the body (Route.BodyKey).
+//
 // Before any handler runs the body is read once, bounded (413 past the
 // limit), and handed on through Body; signed routes verify it against
 // Content-Digest. The authenticated identity (key, keyid, awnId) is put in
@@ -50,6 +55,19 @@ type MemberLookup interface {
 	IsMember(ctx context.Context, params map[string]string, id Identity) (bool, error)
 }
 
+// ParamKeyLookup is a key lookup that knows the matched route's path
+// parameters: the worlds' member routes find a signing key within the world
+// the path names (world.MemberKey), so a key that is no member of that world
+// is refused there and then. It returns the key of keyID, an error wrapping
+// auth.ErrUnknownKey when it knows none (401 unknown key), or an
+// *apierror.Error, which is rendered as is (NotJoined for a non-member).
+type ParamKeyLookup func(ctx context.Context, params map[string]string, keyID string) (ed25519.PublicKey, error)
+
+// ErrNoBodyKey is what a Route.BodyKey returns when the body carries no key
+// at all (an update of a world by its owner may omit publicKey): the route
+// then verifies against Config.ParamKeys, else Config.Keys.
+var ErrNoBodyKey = errors.New("access: the body carries no key")
+
 // Route is what a function supplies for one route of the table.
 type Route struct {
 	// Handler serves the route once its auth passed.
@@ -59,6 +77,7 @@ type Route struct {
 	// verifier then requires keyid to be its thumbprint. An *apierror.Error
 	// it returns (e.g. Invalid for a malformed body) is rendered as is.
 	// Without it the route verifies against Config.Keys, the stored keys.
+	// ErrNoBodyKey falls back to the stored keys (ParamKeys, else Keys).
 	BodyKey func(body []byte) (ed25519.PublicKey, error)
 	// Owns is required on owner routes: whether id owns the resource the
 	// path names. False renders 403 forbidden.
@@ -79,7 +98,13 @@ type Config struct {
 	// Keys looks up stored keys (registrations, memberships) on signed
 	// routes without BodyKey and on owner and member routes.
 	Keys auth.KeyLookup
-	// Members decides membership; required when a member route is served.
+	// ParamKeys looks up stored keys knowing the path parameters. When
+	// set it replaces Keys on member routes (and on signed routes whose
+	// BodyKey finds no key): the lookup itself decides membership, so a
+	// member route needs it or Members.
+	ParamKeys ParamKeyLookup
+	// Members decides membership after the signature verifies; a member
+	// route needs it or ParamKeys (both: both decide).
 	Members MemberLookup
 	// Render writes an error in the surface's shape; nil means
 	// apierror.WriteRegistry.
@@ -156,21 +181,40 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 		}
 		return cfg.Keys, nil
 	}
+	// pathStored is the lookup of member routes and of body-key fallbacks:
+	// the path-aware one when configured, else the plain stored keys.
+	pathStored := stored
+	if cfg.ParamKeys != nil {
+		pathStored = func(r *http.Request, _ []byte) (auth.KeyLookup, error) {
+			params := Params(r)
+			return func(ctx context.Context, keyID string) (ed25519.PublicKey, error) {
+				return cfg.ParamKeys(ctx, params, keyID)
+			}, nil
+		}
+	}
 	switch r.Auth {
 	case routes.Public:
 		return spec.Handler, nil
 	case routes.Signed:
 		keys := stored
 		if spec.BodyKey != nil {
-			keys = func(_ *http.Request, body []byte) (auth.KeyLookup, error) {
+			keys = func(r *http.Request, body []byte) (auth.KeyLookup, error) {
 				pub, err := spec.BodyKey(body)
+				if errors.Is(err, ErrNoBodyKey) {
+					if cfg.ParamKeys == nil && cfg.Keys == nil {
+						return nil, apierror.New(apierror.Unauthorized, "the body carries no publicKey")
+					}
+					return pathStored(r, body)
+				}
 				if err != nil {
 					return nil, err
 				}
 				return auth.BodyKey(pub), nil
 			}
-		} else if cfg.Keys == nil {
-			return nil, errors.New("signed route needs BodyKey or Config.Keys")
+		} else if cfg.Keys == nil && cfg.ParamKeys == nil {
+			return nil, errors.New("signed route needs BodyKey, Config.Keys or Config.ParamKeys")
+		} else {
+			keys = pathStored
 		}
 		return d.signed(cfg.Verifier, keys, nil, spec.Handler), nil
 	case routes.Owner:
@@ -189,8 +233,13 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 		}
 		return d.signed(cfg.Verifier, stored, check, spec.Handler), nil
 	case routes.Member:
-		if cfg.Keys == nil || cfg.Members == nil {
-			return nil, errors.New("member route needs Config.Keys and Config.Members")
+		if cfg.ParamKeys == nil && (cfg.Keys == nil || cfg.Members == nil) {
+			return nil, errors.New("member route needs Config.ParamKeys, or Config.Keys and Config.Members")
+		}
+		if cfg.Members == nil {
+			// The path-aware lookup found the key within the world:
+			// membership is proven by the signature verifying.
+			return d.signed(cfg.Verifier, pathStored, nil, spec.Handler), nil
 		}
 		check := func(r *http.Request, id Identity) error {
 			ok, err := cfg.Members.IsMember(r.Context(), Params(r), id)
@@ -202,7 +251,7 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 			}
 			return nil
 		}
-		return d.signed(cfg.Verifier, stored, check, spec.Handler), nil
+		return d.signed(cfg.Verifier, pathStored, check, spec.Handler), nil
 	}
 	return nil, fmt.Errorf("unknown auth kind %q", r.Auth)
 }
@@ -236,8 +285,13 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 }
 
 // authError maps an *auth.Error to the apierror kind of its auth kind; the
-// message of a 401 names the rule that failed.
+// message of a 401 names the rule that failed. An *apierror.Error a key
+// lookup returned (NotJoined from a world's member lookup) is kept as is.
 func authError(err error) error {
+	var api *apierror.Error
+	if errors.As(err, &api) {
+		return api
+	}
 	var ae *auth.Error
 	if !errors.As(err, &ae) {
 		return err

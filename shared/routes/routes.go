@@ -139,10 +139,43 @@ var table = []Route{
 	{Method: "GET", Path: "/.well-known/http-message-signatures-directory", Function: "registry", Auth: Public, Table: NoTable},
 	{Method: "GET", Path: "/.well-known/agent-card.json", Function: "registry", Auth: Public, Table: NoTable},
 	{Method: "GET", Path: "/.well-known/agent.json", Function: "registry", Auth: Public, Table: NoTable},
+
+	// The worlds (DESIGN §6), one function per route. Every signed route
+	// writes the nonce guard, and the rate-limited ones their windows, so
+	// all but the public reads are read-write.
+	{Method: "PUT", Path: "/v0/worlds/{world}", Function: "world-put", Auth: Signed, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}", Function: "world-get", Auth: Public, Table: ReadOnly},
+	{Method: "POST", Path: "/v0/worlds/{world}/join", Function: "world-join", Auth: Signed, Table: ReadWrite},
+	{Method: "POST", Path: "/v0/worlds/{world}/leave", Function: "world-leave", Auth: Member, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}/agents", Function: "world-agents", Auth: Member, Table: ReadWrite},
+	{Method: "POST", Path: "/v0/worlds/{world}/messages", Function: "world-send", Auth: Member, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}/messages", Function: "world-messages", Auth: Member, Table: ReadWrite},
+	{Method: "POST", Path: "/v0/worlds/{world}/ping", Function: "world-ping", Auth: Member, Table: ReadWrite},
+	{Method: "POST", Path: "/v0/worlds/{world}/actions", Function: "world-act", Auth: Member, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}/events", Function: "world-events", Auth: Member, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent-card.json", Function: "world-card", Auth: Public, Table: ReadOnly},
+	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent.json", Function: "world-card", Auth: Public, Table: ReadOnly},
 }
 
 // functions holds per-function settings that differ from DefaultFunction.
 var functions = []Function{
+	// The world functions. RATE_LIMIT_<OP> overrides an operation's
+	// requests per agent per minute (empty: the default); BASE_URL is the
+	// URL world cards name (empty: the request's). world-events long-polls
+	// up to 20 s, so its 25 s timeout lets the poll return first (it stops
+	// a second before the deadline).
+	{Name: "world-put", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-get", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-join", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-leave", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-agents", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_AGENTS": ""}},
+	{Name: "world-send", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_SEND": ""}},
+	{Name: "world-messages", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_READ": ""}},
+	{Name: "world-ping", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_PING": ""}},
+	{Name: "world-act", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_ACTIONS": ""}},
+	{Name: "world-events", MemoryMB: 256, TimeoutSeconds: 25},
+	{Name: "world-card", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": ""}},
+
 	{Name: "fixture-punctual", MemoryMB: 128, TimeoutSeconds: 10},
 	{Name: "fixture-clean", MemoryMB: 128, TimeoutSeconds: 10},
 	// messy's "slow" sleeps up to 5 s and must still answer.

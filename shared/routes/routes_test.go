@@ -147,3 +147,40 @@ func TestTableAccessIsUnionOfRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestWorldRoutes: each world route reaches its own function, the world
+// cards' /.well-known paths below a world never land on the network card
+// or on a {world} route, and the long poll's function outlives a 20 s wait
+// within API Gateway's 30 s.
+func TestWorldRoutes(t *testing.T) {
+	for _, c := range []struct{ method, path, fn string }{
+		{"PUT", "/v0/worlds/lobby", "world-put"},
+		{"GET", "/v0/worlds/lobby", "world-get"},
+		{"POST", "/v0/worlds/lobby/join", "world-join"},
+		{"POST", "/v0/worlds/lobby/leave", "world-leave"},
+		{"GET", "/v0/worlds/lobby/agents", "world-agents"},
+		{"POST", "/v0/worlds/lobby/messages", "world-send"},
+		{"GET", "/v0/worlds/lobby/messages", "world-messages"},
+		{"POST", "/v0/worlds/lobby/ping", "world-ping"},
+		{"POST", "/v0/worlds/lobby/actions", "world-act"},
+		{"GET", "/v0/worlds/lobby/events", "world-events"},
+		{"GET", "/v0/worlds/lobby/.well-known/agent-card.json", "world-card"},
+		{"GET", "/v0/worlds/lobby/.well-known/agent.json", "world-card"},
+		{"GET", "/.well-known/agent-card.json", "registry"},
+		{"GET", "/v0/worlds/.well-known", "world-get"},
+	} {
+		r, params, ok := routes.Match(c.method, c.path)
+		if !ok || r.Function != c.fn {
+			t.Errorf("%s %s → %q (%v), want %s", c.method, c.path, r.Function, ok, c.fn)
+		}
+		if strings.HasPrefix(c.path, "/v0/worlds/lobby") && params["world"] != "lobby" {
+			t.Errorf("%s %s: world = %q", c.method, c.path, params["world"])
+		}
+	}
+	if _, _, ok := routes.Match("DELETE", "/v0/worlds/lobby"); ok {
+		t.Error("DELETE /v0/worlds/lobby matched a route")
+	}
+	if ev := routes.Config("world-events").TimeoutSeconds; ev <= 21 || ev >= 30 {
+		t.Errorf("world-events timeout %d s, want above a 20 s wait and below API Gateway's 30 s", ev)
+	}
+}

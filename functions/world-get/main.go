@@ -1,0 +1,37 @@
+// Command world-get is the Lambda entry of GET /v0/worlds/{world}
+// (package worldhttp, NewGet). It reads its environment once at start
+// through worldhttp.FromEnv: TABLE_NAME, the DynamoDB client's settings,
+// RATE_LIMIT_* and BASE_URL.
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/worldhttp"
+	"github.com/aws/aws-lambda-go/lambda"
+)
+
+func main() {
+	log := logging.New(os.Stdout, logging.JSON, slog.LevelInfo)
+	if err := run(log); err != nil {
+		log.Error("world-get: start", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run builds the handler from the environment and starts Lambda.
+func run(log *slog.Logger) error {
+	deps, err := worldhttp.FromEnv(os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	h, err := worldhttp.NewGet(deps.Options, deps.World)
+	if err != nil {
+		return err
+	}
+	lambda.Start(lambdahttp.Entry(h))
+	return nil
+}

@@ -1,0 +1,231 @@
+// Package agentcard writes A2A v1.0 Agent Cards: the network's (served by
+// the registry) and each world's (served by world-card). The card's JSON is
+// written out here rather than borrowed from an A2A library so a function
+// links nothing it does not serve; the tests of both cards parse them with
+// a2a-go's resolver.
+//
+// Both cards share the parts written once here: the request-signing
+// profile as a security scheme in the v1.0 one-of form and as a capability
+// extension, the base URL a card names, and the HTTP caching of a card
+// (Cache-Control max-age, a strong ETag of the body, 304 on a matching
+// If-None-Match).
+package agentcard
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
+)
+
+// MaxAge is a card's Cache-Control max-age in seconds.
+const MaxAge = 300
+
+// SigningExtensionURI names the request-signing profile in a card's
+// capabilities.extensions: the IETF Web Bot Auth protocol draft, which the
+// AWN-Ed25519 signatures profile.
+const SigningExtensionURI = "https://datatracker.ietf.org/doc/draft-ietf-webbotauth-httpsig-protocol/"
+
+// ProtocolBinding and ProtocolVersion are what every supported interface
+// of our cards declares.
+const (
+	ProtocolBinding = "HTTP+JSON"
+	ProtocolVersion = "1.0"
+)
+
+// jsonModes is the input and output modes of every card and skill.
+var jsonModes = []string{"application/json"}
+
+// JSONModes returns ["application/json"], a fresh slice each call.
+func JSONModes() []string { return append([]string(nil), jsonModes...) }
+
+// The card's JSON.
+type (
+	// Card is an A2A v1.0 Agent Card.
+	Card struct {
+		Name                string                    `json:"name"`
+		Description         string                    `json:"description"`
+		Version             string                    `json:"version"`
+		SupportedInterfaces []Interface               `json:"supportedInterfaces"`
+		Provider            Provider                  `json:"provider"`
+		Capabilities        Capabilities              `json:"capabilities"`
+		DefaultInputModes   []string                  `json:"defaultInputModes"`
+		DefaultOutputModes  []string                  `json:"defaultOutputModes"`
+		Skills              []Skill                   `json:"skills"`
+		SecuritySchemes     map[string]SecurityScheme `json:"securitySchemes"`
+	}
+	// Interface is one URL the agent answers on, with its binding.
+	Interface struct {
+		URL             string `json:"url"`
+		ProtocolBinding string `json:"protocolBinding"`
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	// Provider names who runs the agent.
+	Provider struct {
+		Organization string `json:"organization"`
+		URL          string `json:"url"`
+	}
+	// Capabilities are the optional protocol features.
+	Capabilities struct {
+		Streaming         bool        `json:"streaming"`
+		PushNotifications bool        `json:"pushNotifications"`
+		Extensions        []Extension `json:"extensions"`
+	}
+	// Extension is a protocol extension the agent supports.
+	Extension struct {
+		URI         string         `json:"uri"`
+		Description string         `json:"description"`
+		Required    bool           `json:"required"`
+		Params      map[string]any `json:"params"`
+	}
+	// Skill is one thing the agent does.
+	Skill struct {
+		ID          string   `json:"id"`
+		Name        string   `json:"name"`
+		Description string   `json:"description"`
+		Tags        []string `json:"tags"`
+		InputModes  []string `json:"inputModes"`
+		OutputModes []string `json:"outputModes"`
+	}
+	// SecurityScheme is A2A v1.0's one-of form: exactly one member naming
+	// the scheme's kind (a2a-go refuses any other key).
+	SecurityScheme struct {
+		HTTPAuth *HTTPAuthScheme `json:"httpAuthSecurityScheme,omitempty"`
+	}
+	// HTTPAuthScheme is an HTTP authentication scheme.
+	HTTPAuthScheme struct {
+		Scheme      string `json:"scheme"`
+		Description string `json:"description"`
+	}
+)
+
+// SigningDescription says in one sentence how requests are signed.
+const SigningDescription = "AWN-Ed25519: HTTP Message Signatures (RFC 9421) in the IETF Web Bot Auth profile, " +
+	"with a required nonce and the body covered by Content-Digest."
+
+// SigningExtension is the signing profile as a capability extension, with
+// the key directories below the network's base URL.
+func SigningExtension(networkBase string) Extension {
+	return Extension{
+		URI:         SigningExtensionURI,
+		Description: SigningDescription,
+		Required:    false,
+		Params: map[string]any{
+			"alg":                   auth.Alg,
+			"tag":                   auth.Tag,
+			"keyid":                 "RFC 7638 JWK SHA-256 thumbprint",
+			"components":            []string{"@method", "@authority", "@path", "@query", "content-digest"},
+			"maxValiditySeconds":    int(auth.MaxValidity.Seconds()),
+			"keyDirectory":          networkBase + "/api/v1/keys/{keyid}",
+			"networkKeyDirectory":   networkBase + "/.well-known/http-message-signatures-directory",
+			"nonceLength":           fmt.Sprintf("%d-%d", auth.MinNonce, auth.MaxNonce),
+			"directoryMediaType":    auth.DirectoryMediaType,
+			"signatureAgentCovered": true,
+		},
+	}
+}
+
+// SecuritySchemes is the signing profile as the card's one security
+// scheme, "awn". Cards carry no securityRequirements: client libraries
+// disagree on its JSON form.
+func SecuritySchemes() map[string]SecurityScheme {
+	return map[string]SecurityScheme{
+		"awn": {HTTPAuth: &HTTPAuthScheme{Scheme: "Signature", Description: SigningDescription}},
+	}
+}
+
+// Serve writes card with Cache-Control max-age=MaxAge and an ETag of its
+// body, or 304 without a body when If-None-Match names that tag.
+func Serve(w http.ResponseWriter, r *http.Request, card Card) error {
+	body, err := json.Marshal(card)
+	if err != nil {
+		return fmt.Errorf("agentcard: encode: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+	hd := w.Header()
+	hd.Set("ETag", etag)
+	hd.Set("Cache-Control", fmt.Sprintf("max-age=%d", MaxAge))
+	if inm, ok := lambdahttp.RawHeader(r, "If-None-Match"); ok && ETagMatches(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	hd.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(body, '\n'))
+	return nil
+}
+
+// ETagMatches is If-None-Match's weak comparison (RFC 9110 §13.1.2): "*"
+// or any listed tag equal to etag, W/ prefixes ignored.
+func ETagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// BaseURL is the network's public URL: configured (BASE_URL) when set,
+// else the scheme the client used (X-Forwarded-Proto, as API Gateway and
+// proxies set it; http on a loopback Host) and the Host it addressed. A Host
+// that is not a plain host[:port] falls back to localhost so a card never
+// echoes injected text.
+func BaseURL(r *http.Request, configured string) string {
+	if configured = strings.TrimRight(configured, "/"); configured != "" {
+		return configured
+	}
+	proto := "https"
+	if p, ok := lambdahttp.RawHeader(r, "X-Forwarded-Proto"); ok {
+		p = strings.ToLower(strings.TrimSpace(strings.Split(p, ",")[0]))
+		if p == "http" || p == "https" {
+			proto = p
+		}
+	} else if r.TLS == nil {
+		proto = "http"
+	}
+	host, ok := lambdahttp.RawHeader(r, "Host")
+	if !ok || host == "" {
+		host = r.Host
+	}
+	if !plainHost(host) {
+		host = "localhost"
+	}
+	host = strings.ToLower(host)
+	if loopback(host) {
+		// Only the local harness answers on a loopback address, and it
+		// serves plain http while forwarding "https" as API Gateway does.
+		proto = "http"
+	}
+	return proto + "://" + host
+}
+
+// loopback reports whether host[:port] names this machine.
+func loopback(host string) bool {
+	h := host
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
+		h = h[:i]
+	}
+	h = strings.Trim(h, "[]")
+	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
+}
+
+func plainHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == ':' || c == '[' || c == ']') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,121 @@
+package worldhttp_test
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/inbox"
+	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/world"
+	"github.com/a2awire/a2awire/shared/worldhttp"
+)
+
+var local *dynamolocal.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(dynamolocal.Main(m, func(s *dynamolocal.Server) { local = s }))
+}
+
+// TestRequestCost pins the DynamoDB calls of one request on each world
+// route on DynamoDB Local, auth included (the README's cost table): a
+// signed request claims its nonce (one conditional PutItem), a member
+// route finds the signing key within the world (one GetItem), a limited
+// route counts the request (one UpdateItem), then the domain's own calls.
+func TestRequestCost(t *testing.T) {
+	m := capacity.New()
+	client, table := dynamolocal.NewTable(t, local, m.Option())
+	st := dynamo.New(client, table)
+	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "", nil)
+	o := deps.Options
+	w := deps.World
+	box := inbox.New(st)
+	must := func(h http.Handler, err error) http.Handler {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	handlers := map[string]http.Handler{
+		"put":      must(worldhttp.NewPut(o, w)),
+		"get":      must(worldhttp.NewGet(o, w)),
+		"join":     must(worldhttp.NewJoin(o, w)),
+		"leave":    must(worldhttp.NewLeave(o, w)),
+		"agents":   must(worldhttp.NewAgents(o, w, world.Presence)),
+		"send":     must(worldhttp.NewSend(o, box)),
+		"messages": must(worldhttp.NewMessages(o, box)),
+		"ping":     must(worldhttp.NewPing(o, w)),
+		"act":      must(worldhttp.NewAct(o, w)),
+		"events":   must(worldhttp.NewEvents(o, w)),
+		"card":     must(worldhttp.NewCard(o, w)),
+	}
+	call := func(fn string, k []byte, method, path, body string) int {
+		t.Helper()
+		r := httptest.NewRequest(method, "http://api.test"+path, strings.NewReader(body))
+		if k != nil {
+			s, err := auth.NewSigner(key(k[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := http.NewRequest(method, "http://api.test"+path, strings.NewReader(body))
+			if err := s.Sign(out); err != nil {
+				t.Fatal(err)
+			}
+			for name, v := range out.Header {
+				r.Header[name] = v
+			}
+		}
+		rec := httptest.NewRecorder()
+		handlers[fn].ServeHTTP(rec, r)
+		return rec.Code
+	}
+	a, b := []byte{21}, []byte{22}
+	joinBody := func(k []byte) string { return fmt.Sprintf(`{"publicKey":%q}`, b64(key(k[0]))) }
+	bID := auth.AWNID(pub(key(b[0])))
+	m.Take()
+	steps := []struct {
+		name         string
+		fn           string
+		k            []byte
+		method, path string
+		body         string
+		status       int
+		calls        map[string]int
+	}{
+		{"create world", "put", a, "PUT", "/v0/worlds/cost", fmt.Sprintf(`{"publicKey":%q,"name":"Cost"}`, b64(key(a[0]))), 201, map[string]int{"GetItem": 1, "PutItem": 2}},
+		{"update world (owner, no publicKey)", "put", a, "PUT", "/v0/worlds/cost", `{"name":"Cost 2"}`, 200, map[string]int{"GetItem": 2, "PutItem": 1, "UpdateItem": 1}},
+		{"get world", "get", nil, "GET", "/v0/worlds/cost", "", 200, map[string]int{"GetItem": 1}},
+		{"card", "card", nil, "GET", "/v0/worlds/cost/.well-known/agent-card.json", "", 200, map[string]int{"GetItem": 1}},
+		{"join (new)", "join", a, "POST", "/v0/worlds/cost/join", joinBody(a), 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"join (new, second agent)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"join (already joined)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 200, map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"agents (2 members)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
+		{"agents (not joined)", "agents", []byte{23}, "GET", "/v0/worlds/cost/agents", "", 401, map[string]int{"GetItem": 1}},
+		{"send", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, bID), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
+		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
+		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 2, "PutItem": 1, "UpdateItem": 1}},
+		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 2, "PutItem": 2, "UpdateItem": 1}},
+		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
+		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+	}
+	for _, s := range steps {
+		if got := call(s.fn, s.k, s.method, s.path, s.body); got != s.status {
+			t.Fatalf("%s: status %d, want %d", s.name, got, s.status)
+		}
+		use := m.Take()
+		t.Logf("%-36s %v", s.name, use.Calls())
+		if !maps.Equal(use.Calls(), s.calls) {
+			t.Errorf("%s: calls %v, want %v", s.name, use.Calls(), s.calls)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package worldhttp_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/world"
+	"github.com/a2awire/a2awire/shared/worldhttp"
+)
+
+// errUnexpected is what a fake answers for a method the test did not set:
+// it renders as a 500, which the test then sees.
+var errUnexpected = errors.New("fake: unexpected call")
+
+// fake implements every interface the handlers consume with function
+// fields (the benbjohnson/wtf mock style) and counts the calls.
+type fake struct {
+	mu    sync.Mutex
+	calls map[string]int
+
+	GetWorldFn     func(ctx context.Context, w string) (world.Manifest, error)
+	PutWorldFn     func(ctx context.Context, m world.Manifest, signer ed25519.PublicKey) (world.Manifest, bool, error)
+	JoinFn         func(ctx context.Context, w string, pub ed25519.PublicKey, meta json.RawMessage) (world.Member, bool, error)
+	LeaveFn        func(ctx context.Context, w, awnID string) error
+	MembersFn      func(ctx context.Context, w string) ([]world.Member, error)
+	MemberKeyFn    func(ctx context.Context, w, keyID string) (ed25519.PublicKey, string, error)
+	SubmitActionFn func(ctx context.Context, w, awnID, action string, params json.RawMessage) (string, error)
+	WaitEventsFn   func(ctx context.Context, w, awnID, after string, limit int, wait time.Duration) ([]world.Event, error)
+	ReachableFn    func(ctx context.Context, w, target string) (bool, error)
+	SendFn         func(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Message, error)
+	ReadFn         func(ctx context.Context, w, awnID string, o worldhttp.ReadOptions) ([]worldhttp.Message, error)
+	AllowFn        func(ctx context.Context, w, awnID string, op worldhttp.RateOp) error
+}
+
+func (f *fake) count(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[name]++
+}
+
+// Calls returns how often name was called.
+func (f *fake) Calls(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[name]
+}
+
+func (f *fake) GetWorld(ctx context.Context, w string) (world.Manifest, error) {
+	f.count("GetWorld")
+	if f.GetWorldFn == nil {
+		return world.Manifest{}, errUnexpected
+	}
+	return f.GetWorldFn(ctx, w)
+}
+
+func (f *fake) PutWorld(ctx context.Context, m world.Manifest, signer ed25519.PublicKey) (world.Manifest, bool, error) {
+	f.count("PutWorld")
+	if f.PutWorldFn == nil {
+		return world.Manifest{}, false, errUnexpected
+	}
+	return f.PutWorldFn(ctx, m, signer)
+}
+
+func (f *fake) Join(ctx context.Context, w string, pub ed25519.PublicKey, meta json.RawMessage) (world.Member, bool, error) {
+	f.count("Join")
+	if f.JoinFn == nil {
+		return world.Member{}, false, errUnexpected
+	}
+	return f.JoinFn(ctx, w, pub, meta)
+}
+
+func (f *fake) Leave(ctx context.Context, w, awnID string) error {
+	f.count("Leave")
+	if f.LeaveFn == nil {
+		return errUnexpected
+	}
+	return f.LeaveFn(ctx, w, awnID)
+}
+
+func (f *fake) Members(ctx context.Context, w string) ([]world.Member, error) {
+	f.count("Members")
+	if f.MembersFn == nil {
+		return nil, errUnexpected
+	}
+	return f.MembersFn(ctx, w)
+}
+
+func (f *fake) MemberKey(ctx context.Context, w, keyID string) (ed25519.PublicKey, string, error) {
+	f.count("MemberKey")
+	if f.MemberKeyFn == nil {
+		return nil, "", errUnexpected
+	}
+	return f.MemberKeyFn(ctx, w, keyID)
+}
+
+func (f *fake) SubmitAction(ctx context.Context, w, awnID, action string, params json.RawMessage) (string, error) {
+	f.count("SubmitAction")
+	if f.SubmitActionFn == nil {
+		return "", errUnexpected
+	}
+	return f.SubmitActionFn(ctx, w, awnID, action, params)
+}
+
+func (f *fake) WaitEvents(ctx context.Context, w, awnID, after string, limit int, wait time.Duration) ([]world.Event, error) {
+	f.count("WaitEvents")
+	if f.WaitEventsFn == nil {
+		return nil, errUnexpected
+	}
+	return f.WaitEventsFn(ctx, w, awnID, after, limit, wait)
+}
+
+func (f *fake) Reachable(ctx context.Context, w, target string) (bool, error) {
+	f.count("Reachable")
+	if f.ReachableFn == nil {
+		return false, errUnexpected
+	}
+	return f.ReachableFn(ctx, w, target)
+}
+
+func (f *fake) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Message, error) {
+	f.count("Send")
+	if f.SendFn == nil {
+		return worldhttp.Message{}, errUnexpected
+	}
+	return f.SendFn(ctx, w, from, to, content, contentType)
+}
+
+func (f *fake) Read(ctx context.Context, w, awnID string, o worldhttp.ReadOptions) ([]worldhttp.Message, error) {
+	f.count("Read")
+	if f.ReadFn == nil {
+		return nil, errUnexpected
+	}
+	return f.ReadFn(ctx, w, awnID, o)
+}
+
+func (f *fake) Allow(ctx context.Context, w, awnID string, op worldhttp.RateOp) error {
+	f.count("Allow:" + string(op))
+	if f.AllowFn == nil {
+		return nil
+	}
+	return f.AllowFn(ctx, w, awnID, op)
+}

@@ -1,0 +1,205 @@
+package worldhttp_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/a2awire/a2awire/local/harness"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/inbox"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/world"
+	"github.com/a2awire/a2awire/shared/worldhttp"
+)
+
+// The domains satisfy the interfaces the handlers consume, as they are.
+var (
+	_ worldhttp.WorldWriter     = (*world.Service)(nil)
+	_ worldhttp.Joiner          = (*world.Service)(nil)
+	_ worldhttp.Leaver          = (*world.Service)(nil)
+	_ worldhttp.MemberLister    = (*world.Service)(nil)
+	_ worldhttp.MemberKeys      = (*world.Service)(nil)
+	_ worldhttp.Pinger          = (*world.Service)(nil)
+	_ worldhttp.ActionSubmitter = (*world.Service)(nil)
+	_ worldhttp.EventWaiter     = (*world.Service)(nil)
+	_ worldhttp.Sender          = (*inbox.Inbox)(nil)
+	_ worldhttp.Reader          = (*inbox.Inbox)(nil)
+	_ worldhttp.Limiter         = (*ratelimit.Limiter)(nil)
+	_ worldhttp.Presence        = world.Presence
+)
+
+// agent is a client of the harness signing every request with its key.
+type agent struct {
+	t    *testing.T
+	base string
+	key  ed25519.PrivateKey
+	c    *http.Client
+}
+
+func newAgent(t *testing.T, base string, seed byte) *agent {
+	t.Helper()
+	k := key(seed)
+	s, err := auth.NewSigner(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &agent{t: t, base: base, key: k, c: &http.Client{Transport: &auth.Transport{Signer: s}}}
+}
+
+func (a *agent) awnID() string { return auth.AWNID(pub(a.key)) }
+
+// call sends a signed request and decodes the envelope's data, or its
+// error when wantStatus is not a success.
+func (a *agent) call(method, path, body string, wantStatus int) map[string]any {
+	a.t.Helper()
+	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.c.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var env struct {
+		OK    bool           `json:"ok"`
+		Data  map[string]any `json:"data"`
+		Error map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || resp.StatusCode != wantStatus || env.OK != (wantStatus < 300) {
+		a.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, wantStatus)
+	}
+	if !env.OK {
+		return env.Error
+	}
+	return env.Data
+}
+
+// TestAgentCommunicationE2E (the seed's integration test): through the
+// local harness over real HTTP, A joins → B joins → A lists agents → A
+// pings B → A sends B a message → B reads its inbox, every request signed.
+func TestAgentCommunicationE2E(t *testing.T) {
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if _, created, err := harness.SeedLobby(context.Background(), st, h.NetworkKey()); err != nil || !created {
+		t.Fatalf("seed lobby: %v (created %v)", err, created)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	a, b := newAgent(t, srv.URL, 10), newAgent(t, srv.URL, 11)
+
+	// A joins, B joins.
+	ja := a.call("POST", "/v0/worlds/lobby/join", fmt.Sprintf(`{"publicKey":%q,"metadata":{"name":"A"}}`, b64(a.key)), 201)
+	jb := b.call("POST", "/v0/worlds/lobby/join", fmt.Sprintf(`{"publicKey":%q}`, b64(b.key)), 201)
+	if ja["awnId"] != a.awnID() || jb["awnId"] != b.awnID() || ja["slot"] == jb["slot"] {
+		t.Fatalf("joins %v %v", ja, jb)
+	}
+	// Joining again is the same membership.
+	if again := b.call("POST", "/v0/worlds/lobby/join", fmt.Sprintf(`{"publicKey":%q}`, b64(b.key)), 200); again["slot"] != jb["slot"] {
+		t.Errorf("rejoin slot %v, want %v", again["slot"], jb["slot"])
+	}
+
+	// A lists the agents: both, A's metadata shown.
+	list := a.call("GET", "/v0/worlds/lobby/agents", "", 200)
+	agents, _ := list["agents"].([]any)
+	if list["count"] != 2.0 || len(agents) != 2 {
+		t.Fatalf("agents %v", list)
+	}
+	seen := map[string]map[string]any{}
+	for _, x := range agents {
+		m := x.(map[string]any)
+		seen[m["awnId"].(string)] = m
+	}
+	if seen[a.awnID()] == nil || seen[b.awnID()] == nil || seen[a.awnID()]["metadata"].(map[string]any)["name"] != "A" {
+		t.Errorf("agents %v", agents)
+	}
+
+	// A pings B: unreachable until B polls its events, reachable after.
+	ping := fmt.Sprintf(`{"target":%q}`, b.awnID())
+	if p := a.call("POST", "/v0/worlds/lobby/ping", ping, 200); p["reachable"] != false || p["latencyMs"] != nil {
+		t.Errorf("ping before B polled: %v", p)
+	}
+	ev := b.call("GET", "/v0/worlds/lobby/events", "", 200)
+	if p := a.call("POST", "/v0/worlds/lobby/ping", ping, 200); p["reachable"] != true || p["target"] != b.awnID() {
+		t.Errorf("ping after B polled: %v", p)
+	}
+
+	// A sends B a message; B reads it once.
+	sent := a.call("POST", "/v0/worlds/lobby/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hello B"}}`, b.awnID()), 201)
+	if sent["from"] != a.awnID() || sent["to"] != b.awnID() || sent["messageId"] == "" {
+		t.Fatalf("sent %v", sent)
+	}
+	peek := b.call("GET", "/v0/worlds/lobby/messages?peek=true", "", 200)
+	read := b.call("GET", "/v0/worlds/lobby/messages", "", 200)
+	msgs, _ := read["messages"].([]any)
+	if peek["count"] != 1.0 || read["count"] != 1.0 || len(msgs) != 1 {
+		t.Fatalf("peek %v, read %v", peek, read)
+	}
+	m := msgs[0].(map[string]any)
+	if m["from"] != a.awnID() || m["content"].(map[string]any)["text"] != "hello B" || m["messageId"] != sent["messageId"] {
+		t.Errorf("message %v", m)
+	}
+	if again := b.call("GET", "/v0/worlds/lobby/messages", "", 200); again["count"] != 0.0 {
+		t.Errorf("a consumed message came back: %v", again)
+	}
+
+	// B's events after its first poll hold the private message.received;
+	// A's do not.
+	cursor, _ := ev["cursor"].(string)
+	bEvents := b.call("GET", "/v0/worlds/lobby/events?after="+cursor, "", 200)
+	if !hasEvent(bEvents, world.MessageReceived) {
+		t.Errorf("B's events %v lack message.received", bEvents)
+	}
+	if aEvents := a.call("GET", "/v0/worlds/lobby/events", "", 200); hasEvent(aEvents, world.MessageReceived) || !hasEvent(aEvents, world.AgentJoined) {
+		t.Errorf("A's events %v: another's private event, or no agent.joined", aEvents)
+	}
+
+	// A stranger is NOT_JOINED; after B leaves, B is too.
+	stranger := newAgent(t, srv.URL, 12)
+	if e := stranger.call("GET", "/v0/worlds/lobby/agents", "", 401); e["code"] != "NOT_JOINED" {
+		t.Errorf("stranger: %v, want NOT_JOINED", e)
+	}
+	b.call("POST", "/v0/worlds/lobby/leave", "", 200)
+	if e := b.call("GET", "/v0/worlds/lobby/messages", "", 401); e["code"] != "NOT_JOINED" {
+		t.Errorf("after leaving: %v, want NOT_JOINED", e)
+	}
+	if list := a.call("GET", "/v0/worlds/lobby/agents", "", 200); list["count"] != 1.0 {
+		t.Errorf("after B left: %v", list)
+	}
+
+	// The lobby is public, and so is its card.
+	resp, err := http.Get(srv.URL + "/v0/worlds/lobby/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("ETag") == "" {
+		t.Errorf("lobby card: %d", resp.StatusCode)
+	}
+}
+
+func hasEvent(data map[string]any, typ string) bool {
+	evs, _ := data["events"].([]any)
+	for _, e := range evs {
+		if e.(map[string]any)["type"] == typ {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,194 @@
+package worldhttp
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/a2awire/a2awire/shared/access"
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/world"
+)
+
+// WorldReader reads a world's manifest; unknown is NotFound.
+type WorldReader interface {
+	GetWorld(ctx context.Context, world string) (world.Manifest, error)
+}
+
+// WorldWriter creates or updates a world (created reports which) and
+// reads it, for the owner's key when an update omits publicKey.
+type WorldWriter interface {
+	WorldReader
+	PutWorld(ctx context.Context, m world.Manifest, signer ed25519.PublicKey) (world.Manifest, bool, error)
+}
+
+// Joiner makes a key a member of a world, or returns its membership.
+type Joiner interface {
+	Join(ctx context.Context, world string, pub ed25519.PublicKey, metadata json.RawMessage) (world.Member, bool, error)
+}
+
+// manifestOut is a manifest as clients see it.
+type manifestOut struct {
+	WorldID     string             `json:"worldId"`
+	Name        string             `json:"name"`
+	Description string             `json:"description"`
+	Category    string             `json:"category"`
+	Actions     []world.ActionSpec `json:"actions"`
+	OwnerKeyID  string             `json:"ownerKeyId"`
+	Members     int64              `json:"members"`
+	CreatedAt   string             `json:"createdAt"`
+	UpdatedAt   string             `json:"updatedAt"`
+}
+
+func manifestJSON(m world.Manifest) manifestOut {
+	actions := m.Actions
+	if actions == nil {
+		actions = []world.ActionSpec{}
+	}
+	return manifestOut{
+		WorldID: m.ID, Name: m.Name, Description: m.Description, Category: m.Category, Actions: actions,
+		OwnerKeyID: m.OwnerKeyID, Members: m.Members, CreatedAt: timestamp(m.CreatedAt), UpdatedAt: timestamp(m.UpdatedAt),
+	}
+}
+
+// putBody is the body of PUT /v0/worlds/{world}.
+type putBody struct {
+	PublicKey   *string            `json:"publicKey"`
+	Name        string             `json:"name"`
+	Description string             `json:"description"`
+	Category    string             `json:"category"`
+	Actions     []world.ActionSpec `json:"actions"`
+}
+
+// keyBody is what BodyKey reads of a body: its publicKey, if any.
+type keyBody struct {
+	PublicKey *string `json:"publicKey"`
+}
+
+// bodyKey reads publicKey (standard base64 of 32 bytes); absent is
+// access.ErrNoBodyKey. Only the key is read here: the handler decodes the
+// whole body strictly once the signature verified.
+func bodyKey(body []byte) (ed25519.PublicKey, error) {
+	var in keyBody
+	if err := access.DecodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	if in.PublicKey == nil {
+		return nil, access.ErrNoBodyKey
+	}
+	pub, err := auth.DecodePublicKey(*in.PublicKey)
+	if err != nil {
+		return nil, apierror.New(apierror.Invalid, "publicKey must be the standard base64 of a 32-byte Ed25519 public key")
+	}
+	return pub, nil
+}
+
+// NewPut serves PUT /v0/worlds/{world}: create (201, publicKey in the body
+// is the owner) or update by the owner (200; publicKey may be omitted, then
+// the owner's stored key verifies the signature).
+func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
+	if worlds == nil {
+		return nil, errors.New("worldhttp: no world service")
+	}
+	ownerKey := func(ctx context.Context, params map[string]string, keyID string) (ed25519.PublicKey, error) {
+		m, err := worlds.GetWorld(ctx, params["world"])
+		if apierror.KindOf(err) == apierror.NotFound {
+			return nil, apierror.New(apierror.Invalid, "publicKey is required to create a world")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("worldhttp: owner key: %w", err)
+		}
+		if keyID != m.OwnerKeyID {
+			return nil, apierror.New(apierror.Unauthorized, "unknown key: without publicKey only the world's owner may sign")
+		}
+		return m.OwnerKey, nil
+	}
+	return serve(FunctionPut, o, ownerKey, spec{key: RoutePut, bodyKey: bodyKey, handler: func(w http.ResponseWriter, r *http.Request) error {
+		id, ok := access.IdentityFrom(r.Context())
+		if !ok {
+			return errors.New("worldhttp: no identity on a signed route")
+		}
+		var in putBody
+		if err := decode(access.Body(r), &in); err != nil {
+			return err
+		}
+		m, isNew, err := worlds.PutWorld(r.Context(), world.Manifest{
+			ID: access.Param(r, "world"), Name: in.Name, Description: in.Description, Category: in.Category, Actions: in.Actions,
+		}, id.PublicKey)
+		if err != nil {
+			return fmt.Errorf("worldhttp: put world: %w", err)
+		}
+		return reply(w, created(isNew), manifestJSON(m))
+	}})
+}
+
+// NewGet serves GET /v0/worlds/{world} (public): the manifest and its
+// member count.
+func NewGet(o Options, worlds WorldReader) (http.Handler, error) {
+	if worlds == nil {
+		return nil, errors.New("worldhttp: no world service")
+	}
+	return serve(FunctionGet, o, nil, spec{key: RouteGet, handler: func(w http.ResponseWriter, r *http.Request) error {
+		m, err := worlds.GetWorld(r.Context(), access.Param(r, "world"))
+		if err != nil {
+			return fmt.Errorf("worldhttp: get world: %w", err)
+		}
+		return reply(w, http.StatusOK, manifestJSON(m))
+	}})
+}
+
+// joinBody is the body of POST /v0/worlds/{world}/join.
+type joinBody struct {
+	PublicKey *string         `json:"publicKey"`
+	Metadata  json.RawMessage `json:"metadata"`
+}
+
+// joinOut is a membership as join answers it.
+type joinOut struct {
+	AWNID    string `json:"awnId"`
+	Slot     int64  `json:"slot"`
+	JoinedAt string `json:"joinedAt"`
+}
+
+// NewJoin serves POST /v0/worlds/{world}/join, signed by the key in the
+// body: 201 for a new membership, 200 with the same slot when already
+// joined.
+func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
+	if joiner == nil {
+		return nil, errors.New("worldhttp: no world service")
+	}
+	joinKey := func(body []byte) (ed25519.PublicKey, error) {
+		pub, err := bodyKey(body)
+		if errors.Is(err, access.ErrNoBodyKey) {
+			return nil, apierror.New(apierror.Invalid, "publicKey is required")
+		}
+		return pub, err
+	}
+	return serve(FunctionJoin, o, nil, spec{key: RouteJoin, bodyKey: joinKey, handler: func(w http.ResponseWriter, r *http.Request) error {
+		id, ok := access.IdentityFrom(r.Context())
+		if !ok {
+			return errors.New("worldhttp: no identity on a signed route")
+		}
+		var in joinBody
+		if err := decode(access.Body(r), &in); err != nil {
+			return err
+		}
+		meta := in.Metadata
+		switch firstByte(meta) {
+		case 0, 'n':
+			meta = nil // absent or null
+		case '{':
+		default:
+			return apierror.New(apierror.Invalid, "metadata must be a JSON object")
+		}
+		m, isNew, err := joiner.Join(r.Context(), access.Param(r, "world"), id.PublicKey, meta)
+		if err != nil {
+			return fmt.Errorf("worldhttp: join: %w", err)
+		}
+		return reply(w, created(isNew), joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)})
+	}})
+}
