@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -30,12 +31,15 @@ import (
 	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/webhook/delivery"
+	"github.com/a2awire/a2awire/shared/webhookhttp"
 	"github.com/a2awire/a2awire/shared/world"
+	"github.com/a2awire/a2awire/shared/worldhttp"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -89,26 +93,30 @@ type Function struct {
 // test keeps the two (and the functions/ folders) in step.
 func Handlers(o Options, st store.Store) map[string]any {
 	return map[string]any{
-		"world-put":          worldEntry(o, st, "world-put"),
-		"world-get":          worldEntry(o, st, "world-get"),
-		"world-join":         worldEntry(o, st, "world-join"),
-		"world-leave":        worldEntry(o, st, "world-leave"),
-		"world-agents":       worldEntry(o, st, "world-agents"),
-		"world-send":         worldEntry(o, st, "world-send"),
-		"world-messages":     worldEntry(o, st, "world-messages"),
-		"world-ping":         worldEntry(o, st, "world-ping"),
-		"world-act":          worldEntry(o, st, "world-act"),
-		"world-events":       worldEntry(o, st, "world-events"),
-		"world-card":         worldEntry(o, st, "world-card"),
-		"fixture-clean":      lambdahttp.Entry(clean.New(o.Log)),
-		"fixture-ledger":     lambdahttp.Entry(ledger.New(o.Log, st)),
-		"fixture-messy":      lambdahttp.Entry(messy.New(o.Log)),
-		"fixture-punctual":   lambdahttp.Entry(punctual.New(o.Log)),
-		"fixture-translator": lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
-		"registry":           registryEntry(o, st),
-		"registry-seed":      seed.Handler(st),
-		"webhook-dispatcher": webhookEntry(o, st, func(d *webhook.Dispatcher) any { return dispatcher.New(d) }),
-		"webhook-retry":      webhookEntry(o, st, func(d *webhook.Dispatcher) any { return retry.New(d, o.Log) }),
+		"world-put":            worldEntry(o, st, "world-put"),
+		"world-get":            worldEntry(o, st, "world-get"),
+		"world-join":           worldEntry(o, st, "world-join"),
+		"world-leave":          worldEntry(o, st, "world-leave"),
+		"world-agents":         worldEntry(o, st, "world-agents"),
+		"world-send":           worldEntry(o, st, "world-send"),
+		"world-messages":       worldEntry(o, st, "world-messages"),
+		"world-ping":           worldEntry(o, st, "world-ping"),
+		"world-act":            worldEntry(o, st, "world-act"),
+		"world-events":         worldEntry(o, st, "world-events"),
+		"world-card":           worldEntry(o, st, "world-card"),
+		"fixture-clean":        lambdahttp.Entry(clean.New(o.Log)),
+		"fixture-ledger":       lambdahttp.Entry(ledger.New(o.Log, st)),
+		"fixture-messy":        lambdahttp.Entry(messy.New(o.Log)),
+		"fixture-punctual":     lambdahttp.Entry(punctual.New(o.Log)),
+		"fixture-translator":   lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
+		"registry":             registryEntry(o, st),
+		"registry-seed":        seed.Handler(st),
+		"world-webhook-set":    webhookRouteEntry(o, st, webhookhttp.FunctionSet),
+		"world-webhook-show":   webhookRouteEntry(o, st, webhookhttp.FunctionShow),
+		"world-webhook-remove": webhookRouteEntry(o, st, webhookhttp.FunctionRemove),
+		"world-webhook-replay": webhookRouteEntry(o, st, webhookhttp.FunctionReplay),
+		"webhook-dispatcher":   webhookEntry(o, st, func(d *webhook.Dispatcher) any { return dispatcher.New(d) }),
+		"webhook-retry":        webhookEntry(o, st, func(d *webhook.Dispatcher) any { return retry.New(d, o.Log) }),
 	}
 }
 
@@ -147,6 +155,37 @@ func webhookEntry(o Options, st store.Store, entry func(*webhook.Dispatcher) any
 		return func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, err }
 	}
 	return entry(d)
+}
+
+// webhookRouteEntry builds the entry of a member webhook route's function
+// over st with the dependencies its main builds (worldhttp.NewDeps), and
+// URLs allowed to be http:// and loopback, so a receiver on this machine
+// can be registered.
+func webhookRouteEntry(o Options, st store.Store, name string) any {
+	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), o.BaseURL, o.Log)
+	ho := webhookhttp.Options{Log: o.Log, URLs: egress.Options{AllowLoopback: true, AllowHTTP: true},
+		Auth: webhookhttp.Auth{Verifier: deps.Options.Verifier, ParamKeys: webhookhttp.MemberKeys(deps.World)}}
+	hooks := webhook.NewStore(st)
+	var h http.Handler
+	var err error
+	switch name {
+	case webhookhttp.FunctionSet:
+		h, err = webhookhttp.NewSet(ho, hooks)
+	case webhookhttp.FunctionShow:
+		h, err = webhookhttp.NewShow(ho, hooks)
+	case webhookhttp.FunctionRemove:
+		h, err = webhookhttp.NewRemove(ho, hooks)
+	case webhookhttp.FunctionReplay:
+		h, err = webhookhttp.NewReplay(ho, hooks)
+	default:
+		err = fmt.Errorf("harness: no webhook function %q", name)
+	}
+	if err != nil {
+		return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
+	return lambdahttp.Entry(h)
 }
 
 // StreamConsumers returns the names of the functions with a stream trigger,

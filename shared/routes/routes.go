@@ -155,6 +155,13 @@ var table = []Route{
 	{Method: "GET", Path: "/v0/worlds/{world}/events", Function: "world-events", Auth: Member, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent-card.json", Function: "world-card", Auth: Public, Table: ReadOnly},
 	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent.json", Function: "world-card", Auth: Public, Table: ReadOnly},
+
+	// A member's webhook (package webhookhttp over package webhook). Every
+	// route writes: the signature's nonce guard.
+	{Method: "PUT", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-set", Auth: Member, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-show", Auth: Member, Table: ReadWrite},
+	{Method: "DELETE", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-remove", Auth: Member, Table: ReadWrite},
+	{Method: "POST", Path: "/v0/worlds/{world}/webhook/replay", Function: "world-webhook-replay", Auth: Member, Table: ReadWrite},
 }
 
 // functions holds per-function settings that differ from DefaultFunction.
