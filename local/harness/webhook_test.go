@@ -5,15 +5,20 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/local/harness"
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
@@ -230,4 +235,121 @@ func TestWebhookActionForwardedToWorld(t *testing.T) {
 	if len(by) != 2 || by[0] != b.AWNID+" wave" || by[1] != a.AWNID+" wave" {
 		t.Fatalf("the world's action.submitted events: %v", by)
 	}
+}
+
+// TestWebhookRoutesThroughHarness: the four member routes behind the
+// gateway, signed as a member: PUT shows a secret once, the next event is
+// delivered signed with it (the official Standard Webhooks library
+// verifies it), GET shows the stats, replay answers a count, DELETE
+// removes it; a non-member is refused 401 NOT_JOINED.
+func TestWebhookRoutesThroughHarness(t *testing.T) {
+	st := memory.New(memory.WithFeedConsumers(harness.StreamConsumers(nil)...))
+	defer st.Close()
+	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st,
+		NewTicker: func(time.Duration) cloud.Ticker { return make(chanTicker) }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	svc := world.New(st)
+	priv := func(n byte) ed25519.PrivateKey { return ed25519.NewKeyFromSeed(append(make([]byte, 31), n)) }
+	if _, _, err := svc.PutWorld(ctx, world.Manifest{ID: "arena"}, priv(1).Public().(ed25519.PublicKey)); err != nil {
+		t.Fatal(err)
+	}
+	member, _, err := svc.Join(ctx, "arena", priv(2).Public().(ed25519.PublicKey), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(key ed25519.PrivateKey, method, path, body string) (int, map[string]any) {
+		t.Helper()
+		r := httptest.NewRequest(method, "http://127.0.0.1:8080"+path, strings.NewReader(body))
+		if body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		s, err := auth.NewSigner(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sign(r); err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var out map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &out)
+		return w.Code, out
+	}
+	hits := make(chan hitT, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hits <- hitT{r.Header.Clone(), b}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+
+	code, out := call(priv(2), "PUT", "/v0/worlds/arena/webhook", `{"url":"`+srv.URL+`/hook"}`)
+	data, _ := out["data"].(map[string]any)
+	secret, _ := data["secret"].(string)
+	if code != 200 || !strings.HasPrefix(secret, "whsec_") || data["url"] != srv.URL+"/hook" {
+		t.Fatalf("PUT: %d %v", code, out)
+	}
+	if code, out := call(priv(9), "PUT", "/v0/worlds/arena/webhook", `{"url":"`+srv.URL+`"}`); code != 401 || !strings.Contains(fmt.Sprint(out), "NOT_JOINED") {
+		t.Fatalf("a stranger's PUT: %d %v", code, out)
+	}
+	if _, err := svc.SubmitAction(ctx, "arena", member.AWNID, "wave", nil); err != nil {
+		t.Fatal(err)
+	}
+	var g hitT
+	for {
+		select {
+		case g = <-hits:
+		case <-time.After(2 * time.Second):
+			t.Fatal("no delivery within 2 s")
+		}
+		if strings.Contains(string(g.body), `"event":"action.submitted"`) {
+			break
+		}
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(g.body, g.header); err != nil {
+		t.Fatalf("the official library refuses the delivery: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		code, out := call(priv(2), "GET", "/v0/worlds/arena/webhook", "")
+		data, _ := out["data"].(map[string]any)
+		stats, _ := data["stats"].(map[string]any)
+		if code != 200 || strings.Contains(fmt.Sprint(out), "whsec_") {
+			t.Fatalf("GET: %d %v", code, out)
+		}
+		if stats["delivered"] == float64(1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET stats: %v", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out := call(priv(2), "POST", "/v0/worlds/arena/webhook/replay", `{"since":"2026-01-01T00:00:00Z"}`); code != 200 || fmt.Sprint(out["data"]) != "map[replayed:0]" {
+		t.Fatalf("replay: %d %v", code, out)
+	}
+	if code, _ := call(priv(2), "DELETE", "/v0/worlds/arena/webhook", ""); code != 200 {
+		t.Fatalf("DELETE: %d", code)
+	}
+	if code, out := call(priv(2), "GET", "/v0/worlds/arena/webhook", ""); code != 404 {
+		t.Fatalf("GET after DELETE: %d %v", code, out)
+	}
+}
+
+type hitT struct {
+	header http.Header
+	body   []byte
 }
