@@ -1,7 +1,8 @@
 // Command world-ping is the Lambda entry of POST /v0/worlds/{world}/ping
 // (package worldhttp, NewPing). It reads its environment once at start
 // through worldhttp.FromEnv: TABLE_NAME, the DynamoDB client's settings,
-// RATE_LIMIT_* and BASE_URL.
+// RATE_LIMIT_* and BASE_URL; and NETWORK_SIGNING_KEY, the key that signs
+// the live probe (webhook.NetworkKeyEnv; empty signs v1 only).
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/worldhttp"
 	"github.com/aws/aws-lambda-go/lambda"
 )
@@ -28,7 +30,17 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h, err := worldhttp.NewPing(deps.Options, deps.World)
+	// The live probe: a signed ping event to the target's webhook, through
+	// the cloud-mode egress client (https, public addresses only).
+	key, err := webhook.ParseNetworkKey(os.Getenv(webhook.NetworkKeyEnv))
+	if err != nil {
+		return err
+	}
+	prober, err := webhook.NewDispatcher(webhook.Config{Store: deps.Store, NetworkKey: key, Log: log})
+	if err != nil {
+		return err
+	}
+	h, err := worldhttp.NewPing(deps.Options, deps.World, prober)
 	if err != nil {
 		return err
 	}

@@ -144,17 +144,22 @@ func registryEntry(o Options, st store.Store) any {
 // built answers every invocation with the error, as a Lambda whose init
 // failed.
 func webhookEntry(o Options, st store.Store, entry func(*webhook.Dispatcher) any) any {
-	d, err := webhook.NewDispatcher(webhook.Config{
+	d, err := localDispatcher(o, st)
+	if err != nil {
+		return func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, err }
+	}
+	return entry(d)
+}
+
+// localDispatcher is the webhook Dispatcher of the harness's functions.
+func localDispatcher(o Options, st store.Store) (*webhook.Dispatcher, error) {
+	return webhook.NewDispatcher(webhook.Config{
 		Store:      st,
 		Client:     egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true, Timeout: delivery.AttemptTimeout}),
 		NetworkKey: o.NetworkKey,
 		Actions:    world.New(st),
 		Log:        o.Log,
 	})
-	if err != nil {
-		return func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, err }
-	}
-	return entry(d)
 }
 
 // webhookRouteEntry builds the entry of a member webhook route's function

@@ -353,3 +353,97 @@ type hitT struct {
 	header http.Header
 	body   []byte
 }
+
+// TestPingLiveProbe is ping's live probe through the harness: a member that
+// never polled is unreachable; once its webhook on 127.0.0.1 is registered,
+// ping reaches it with a signed ping event (the official Standard Webhooks
+// library verifies it with the member's secret) and reports the measured
+// latency; a webhook answering 500 falls back to the poll rule (never polled:
+// unreachable, latencyMs null).
+func TestPingLiveProbe(t *testing.T) {
+	st := memory.New(memory.WithFeedConsumers(harness.StreamConsumers(nil)...))
+	defer st.Close()
+	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st})
+	ctx := t.Context()
+	svc := world.New(st)
+	priv := func(n byte) ed25519.PrivateKey { return ed25519.NewKeyFromSeed(append(make([]byte, 31), n)) }
+	if _, _, err := svc.PutWorld(ctx, world.Manifest{ID: "arena"}, priv(1).Public().(ed25519.PublicKey)); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []byte{2, 3} {
+		if _, _, err := svc.Join(ctx, "arena", priv(n).Public().(ed25519.PublicKey), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := auth.AWNID(priv(3).Public().(ed25519.PublicKey))
+	call := func(key ed25519.PrivateKey, method, path, body string) (int, map[string]any) {
+		t.Helper()
+		r := httptest.NewRequest(method, "http://127.0.0.1:8080"+path, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		s, err := auth.NewSigner(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sign(r); err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var out map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &out)
+		data, _ := out["data"].(map[string]any)
+		return w.Code, data
+	}
+	ping := func() map[string]any {
+		t.Helper()
+		code, data := call(priv(2), "POST", "/v0/worlds/arena/ping", `{"target":"`+target+`"}`)
+		if code != 200 {
+			t.Fatalf("ping: %d %v", code, data)
+		}
+		return data
+	}
+	if got := ping(); got["reachable"] != false || got["latencyMs"] != nil {
+		t.Fatalf("before any webhook or poll: %v, want unreachable with latencyMs null", got)
+	}
+
+	status := make(chan int, 1)
+	status <- http.StatusNoContent
+	probes := make(chan hitT, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		probes <- hitT{r.Header.Clone(), b}
+		code := <-status
+		status <- code
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	code, data := call(priv(3), "PUT", "/v0/worlds/arena/webhook", `{"url":"`+srv.URL+`"}`)
+	secret, _ := data["secret"].(string)
+	if code != 200 || secret == "" {
+		t.Fatalf("PUT webhook: %d %v", code, data)
+	}
+	got := ping()
+	if got["reachable"] != true {
+		t.Fatalf("with a live webhook: %v, want reachable", got)
+	}
+	if ms, ok := got["latencyMs"].(float64); !ok || ms < 0 || ms > 2000 {
+		t.Fatalf("latencyMs = %v, want the probe's round trip in ms (0..2000)", got["latencyMs"])
+	}
+	probe := <-probes
+	if !strings.Contains(string(probe.body), `"event":"ping"`) {
+		t.Fatalf("the probe is not a ping event: %s", probe.body)
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(probe.body, probe.header); err != nil {
+		t.Fatalf("the official library refuses the probe: %v", err)
+	}
+
+	<-status
+	status <- http.StatusInternalServerError
+	if got := ping(); got["reachable"] != false || got["latencyMs"] != nil {
+		t.Fatalf("webhook answering 500, never polled: %v, want unreachable with latencyMs null", got)
+	}
+}

@@ -27,7 +27,11 @@ const LobbyWorld = "lobby"
 // each Lambda has. A handler that cannot be built answers every invocation
 // with the error, as a Lambda whose init failed.
 func worldEntry(o Options, st store.Store, name string) any {
-	h, err := worldHandler(name, worldhttp.NewDeps(st, ratelimit.DefaultLimits(), o.BaseURL, o.Log))
+	h, err := worldHandler(name, worldhttp.NewDeps(st, ratelimit.DefaultLimits(), o.BaseURL, o.Log), func() (worldhttp.Prober, error) {
+		// world-ping probes webhooks as the dispatcher delivers to them:
+		// http and loopback allowed here, signed with the network key.
+		return localDispatcher(o, st)
+	})
 	if err != nil {
 		return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{}, err
@@ -36,8 +40,9 @@ func worldEntry(o Options, st store.Store, name string) any {
 	return lambdahttp.Entry(h)
 }
 
-// worldHandler calls the constructor functions/<name>/main.go calls.
-func worldHandler(name string, d worldhttp.Deps) (http.Handler, error) {
+// worldHandler calls the constructor functions/<name>/main.go calls;
+// prober builds world-ping's live probe.
+func worldHandler(name string, d worldhttp.Deps, prober func() (worldhttp.Prober, error)) (http.Handler, error) {
 	o, w := d.Options, d.World
 	switch name {
 	case worldhttp.FunctionPut:
@@ -55,7 +60,11 @@ func worldHandler(name string, d worldhttp.Deps) (http.Handler, error) {
 	case worldhttp.FunctionMessages:
 		return worldhttp.NewMessages(o, inbox.New(d.Store))
 	case worldhttp.FunctionPing:
-		return worldhttp.NewPing(o, w)
+		p, err := prober()
+		if err != nil {
+			return nil, err
+		}
+		return worldhttp.NewPing(o, w, p)
 	case worldhttp.FunctionAct:
 		return worldhttp.NewAct(o, w)
 	case worldhttp.FunctionEvents:

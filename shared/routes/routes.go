@@ -178,7 +178,7 @@ var functions = []Function{
 	{Name: "world-agents", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_AGENTS": ""}},
 	{Name: "world-send", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_SEND": ""}},
 	{Name: "world-messages", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_READ": ""}},
-	{Name: "world-ping", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_PING": ""}},
+	{Name: "world-ping", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_PING": "", "NETWORK_SIGNING_KEY": ""}},
 	{Name: "world-act", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_ACTIONS": ""}},
 	{Name: "world-events", MemoryMB: 256, TimeoutSeconds: 25},
 	{Name: "world-card", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": ""}},

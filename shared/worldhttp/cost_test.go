@@ -53,7 +53,7 @@ func TestRequestCost(t *testing.T) {
 		"agents":   must(worldhttp.NewAgents(o, w, world.Presence)),
 		"send":     must(worldhttp.NewSend(o, box)),
 		"messages": must(worldhttp.NewMessages(o, box)),
-		"ping":     must(worldhttp.NewPing(o, w)),
+		"ping":     must(worldhttp.NewPing(o, w, nil)),
 		"act":      must(worldhttp.NewAct(o, w)),
 		"events":   must(worldhttp.NewEvents(o, w)),
 		"card":     must(worldhttp.NewCard(o, w)),

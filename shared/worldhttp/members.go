@@ -40,6 +40,14 @@ type Pinger interface {
 	Reachable(ctx context.Context, world, target string) (bool, error)
 }
 
+// Prober probes a member live through its webhook: a signed ping event,
+// reachable on a 2xx within 2 s, with the round trip measured
+// (webhook.Dispatcher.Probe). A member without an enabled webhook is not
+// reachable this way (false, no error).
+type Prober interface {
+	Probe(ctx context.Context, world, target string) (bool, time.Duration, error)
+}
+
 // ActionSubmitter records a member's action and returns its id
 // (world.Service.SubmitAction).
 type ActionSubmitter interface {
@@ -204,9 +212,12 @@ func NewMessages(o Options, reader Reader) (http.Handler, error) {
 }
 
 // NewPing serves POST /v0/worlds/{world}/ping (rate limit "ping"):
-// {target} → {target, reachable, latencyMs: null}; a target that is no
-// member is 404 NOT_FOUND.
-func NewPing(o Options, pinger Pinger) (http.Handler, error) {
+// {target} → {target, reachable, latencyMs}. A target that is no member is
+// 404 NOT_FOUND. A target whose webhook answers prober's live probe is
+// reachable with latencyMs that round trip; otherwise it is reachable when
+// it polled events within the last 30 s, with latencyMs null. A nil prober
+// (a deployment without webhooks) leaves only the poll-based rule.
+func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 	if pinger == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
@@ -223,13 +234,21 @@ func NewPing(o Options, pinger Pinger) (http.Handler, error) {
 		if in.Target == "" {
 			return apierror.New(apierror.Invalid, "target is required (an awnId)")
 		}
-		ok, err := pinger.Reachable(r.Context(), world, in.Target)
+		// Membership first: a non-member is 404 before any probe goes out.
+		polled, err := pinger.Reachable(r.Context(), world, in.Target)
 		if err != nil {
 			return fmt.Errorf("worldhttp: ping: %w", err)
 		}
-		// latencyMs is measured only by a live webhook probe; poll-based
-		// reachability has none.
-		return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": ok, "latencyMs": nil})
+		if prober != nil {
+			live, latency, err := prober.Probe(r.Context(), world, in.Target)
+			if err != nil {
+				return fmt.Errorf("worldhttp: ping probe: %w", err)
+			}
+			if live {
+				return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": true, "latencyMs": latency.Milliseconds()})
+			}
+		}
+		return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": polled, "latencyMs": nil})
 	})})
 }
 

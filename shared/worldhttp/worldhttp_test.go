@@ -86,8 +86,12 @@ func newFake() *fake {
 type api struct {
 	t        *testing.T
 	f        *fake
+	o        worldhttp.Options
 	handlers map[string]http.Handler
 }
+
+// options are the options the handlers were built with.
+func (a *api) options() worldhttp.Options { return a.o }
 
 // newAPI builds every world function's handler over f; tune adjusts the
 // shared options.
@@ -111,7 +115,7 @@ func newAPI(t *testing.T, f *fake, tune func(*worldhttp.Options)) *api {
 		}
 		return "offline"
 	}
-	a := &api{t: t, f: f, handlers: map[string]http.Handler{}}
+	a := &api{t: t, f: f, o: o, handlers: map[string]http.Handler{}}
 	add := func(fn string, h http.Handler, err error) {
 		if err != nil {
 			t.Fatalf("%s: %v", fn, err)
@@ -132,7 +136,7 @@ func newAPI(t *testing.T, f *fake, tune func(*worldhttp.Options)) *api {
 	add(worldhttp.FunctionSend, h, err)
 	h, err = worldhttp.NewMessages(o, f)
 	add(worldhttp.FunctionMessages, h, err)
-	h, err = worldhttp.NewPing(o, f)
+	h, err = worldhttp.NewPing(o, f, nil)
 	add(worldhttp.FunctionPing, h, err)
 	h, err = worldhttp.NewAct(o, f)
 	add(worldhttp.FunctionAct, h, err)
@@ -625,4 +629,68 @@ func keysOf(m map[string]any) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// proberFunc is a Prober of a function.
+type proberFunc func(ctx context.Context, world, target string) (bool, time.Duration, error)
+
+func (f proberFunc) Probe(ctx context.Context, world, target string) (bool, time.Duration, error) {
+	return f(ctx, world, target)
+}
+
+// TestPingProbe: a target that answers the live probe is reachable with
+// the probe's latency; one that does not falls back to the poll rule; a
+// non-member gets 404 before any probe goes out; a probe's store failure is
+// a 500 without its text.
+func TestPingProbe(t *testing.T) {
+	target := auth.AWNID(pub(bob))
+	for _, c := range []struct {
+		name    string
+		polled  bool
+		live    bool
+		latency time.Duration
+		err     error
+		want    string
+	}{
+		{"live", false, true, 42 * time.Millisecond, nil, `"latencyMs":42,"reachable":true`},
+		{"no webhook, polled", true, false, 0, nil, `"latencyMs":null,"reachable":true`},
+		{"no webhook, not polled", false, false, 0, nil, `"latencyMs":null,"reachable":false`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake()
+			f.ReachableFn = func(context.Context, string, string) (bool, error) { return c.polled, nil }
+			probed := 0
+			p := proberFunc(func(_ context.Context, w, tg string) (bool, time.Duration, error) {
+				probed++
+				if w != "lobby" || tg != target {
+					t.Errorf("probe(%q, %q)", w, tg)
+				}
+				return c.live, c.latency, c.err
+			})
+			a := newAPI(t, f, nil)
+			h, err := worldhttp.NewPing(a.options(), f, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.handlers[worldhttp.FunctionPing] = h
+			r := a.do(alice, "POST", "/v0/worlds/lobby/ping", `{"target":"`+target+`"}`)
+			if r.status != 200 || !strings.Contains(string(r.body), c.want) || probed != 1 {
+				t.Errorf("%d %s (probed %d), want %s", r.status, r.body, probed, c.want)
+			}
+		})
+	}
+	f := newFake()
+	f.ReachableFn = func(context.Context, string, string) (bool, error) {
+		return false, apierror.New(apierror.NotFound, "the target is not a member of this world")
+	}
+	a := newAPI(t, f, nil)
+	h, err := worldhttp.NewPing(a.options(), f, proberFunc(func(context.Context, string, string) (bool, time.Duration, error) {
+		t.Error("a non-member was probed")
+		return false, 0, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.handlers[worldhttp.FunctionPing] = h
+	expectError(t, a.do(alice, "POST", "/v0/worlds/lobby/ping", `{"target":"`+target+`"}`), 404, "NOT_FOUND", "target")
 }
