@@ -1,7 +1,7 @@
 // Command world-join is the Lambda entry of POST /v0/worlds/{world}/join
 // (package worldhttp, NewJoin). It reads its environment once at start
-// through worldhttp.FromEnv: TABLE_NAME, the DynamoDB client's settings,
-// RATE_LIMIT_* and BASE_URL.
+// through dynamo.FromEnv (TABLE_NAME, the DynamoDB client's settings) and
+// worldhttp.FromEnv (RATE_LIMIT_* and BASE_URL).
 package main
 
 import (
@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/worldhttp"
 	"github.com/aws/aws-lambda-go/lambda"
 )
@@ -24,7 +25,11 @@ func main() {
 
 // run builds the handler from the environment and starts Lambda.
 func run(log *slog.Logger) error {
-	deps, err := worldhttp.FromEnv(os.Getenv, log)
+	st, err := dynamo.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	deps, err := worldhttp.FromEnv(os.Getenv, st, log)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Command world-ping is the Lambda entry of POST /v0/worlds/{world}/ping
 // (package worldhttp, NewPing). It reads its environment once at start
-// through worldhttp.FromEnv: TABLE_NAME, the DynamoDB client's settings,
-// RATE_LIMIT_* and BASE_URL; and NETWORK_SIGNING_KEY, the key that signs
+// through dynamo.FromEnv (TABLE_NAME, the DynamoDB client's settings) and
+// worldhttp.FromEnv (RATE_LIMIT_* and BASE_URL); and NETWORK_SIGNING_KEY, the key that signs
 // the live probe (webhook.NetworkKeyEnv; empty signs v1 only).
 package main
 
@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/worldhttp"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -26,7 +27,11 @@ func main() {
 
 // run builds the handler from the environment and starts Lambda.
 func run(log *slog.Logger) error {
-	deps, err := worldhttp.FromEnv(os.Getenv, log)
+	st, err := dynamo.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	deps, err := worldhttp.FromEnv(os.Getenv, st, log)
 	if err != nil {
 		return err
 	}

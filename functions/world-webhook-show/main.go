@@ -1,6 +1,6 @@
 // Command world-webhook-show is the Lambda entry of GET /v0/worlds/{world}/webhook
 // (package webhookhttp, NewShow, over package webhook). It reads its
-// environment once at start through worldhttp.FromEnv: TABLE_NAME and the
+// environment once at start through dynamo.FromEnv: TABLE_NAME and the
 // DynamoDB client's settings. URLs are held to https and public hosts.
 package main
 
@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/webhookhttp"
 	"github.com/a2awire/a2awire/shared/worldhttp"
@@ -26,7 +27,11 @@ func main() {
 
 // run builds the handler from the environment and starts Lambda.
 func run(log *slog.Logger) error {
-	deps, err := worldhttp.FromEnv(os.Getenv, log)
+	st, err := dynamo.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	deps, err := worldhttp.FromEnv(os.Getenv, st, log)
 	if err != nil {
 		return err
 	}

@@ -200,9 +200,9 @@ func TestDiscoverReadsOnlyMatches(t *testing.T) {
 			t.Errorf("%s: calls %v, want %v", s.name, got.Calls(), s.calls)
 		}
 	}
-	if d := time.Since(start); d > 60*time.Second {
-		t.Errorf("took %v, want under 60 s", d)
-	}
+	// Its duration is the machine's, not the registry's (make test keeps
+	// wall-clock assertions out): reported, not asserted.
+	t.Logf("took %v", time.Since(start))
 }
 
 // BenchmarkDiscover measures a discovery page of 50 among 5,000 agents on

@@ -1,7 +1,6 @@
 package worldhttp
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/store"
-	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -43,23 +41,16 @@ func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.
 	}
 }
 
-// FromEnv reads a world function's environment once: TABLE_NAME (the
-// DynamoDB table, required), the DynamoDB client (dynamo.ClientFromEnv),
-// RATE_LIMIT_SEND / _READ / _AGENTS / _PING / _ACTIONS (requests per agent
-// per minute; unset keeps the defaults) and BASE_URL (the public URL the
-// Agent Card names; empty takes it from each request).
-func FromEnv(getenv func(string) string, log *slog.Logger) (Deps, error) {
-	table := getenv("TABLE_NAME")
-	if table == "" {
-		return Deps{}, errors.New("worldhttp: TABLE_NAME is not set")
-	}
+// FromEnv reads the rest of a world function's environment once, over st
+// (the main's table, dynamo.FromEnv): RATE_LIMIT_SEND / _READ / _AGENTS /
+// _PING / _ACTIONS (requests per agent per minute; unset keeps the
+// defaults) and BASE_URL (the public URL the Agent Card names; empty takes
+// it from each request). The store comes in rather than being opened here
+// so that no handler package links an engine (the store's layering test).
+func FromEnv(getenv func(string) string, st store.Store, log *slog.Logger) (Deps, error) {
 	limits, err := ratelimit.LimitsFromEnv(getenv)
 	if err != nil {
 		return Deps{}, fmt.Errorf("worldhttp: %w", err)
 	}
-	client, err := dynamo.ClientFromEnv(getenv)
-	if err != nil {
-		return Deps{}, fmt.Errorf("worldhttp: DynamoDB client: %w", err)
-	}
-	return NewDeps(dynamo.New(client, table), limits, getenv("BASE_URL"), log), nil
+	return NewDeps(st, limits, getenv("BASE_URL"), log), nil
 }

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -40,4 +41,18 @@ func ClientFromEnv(getenv func(string) string) (*dynamodb.Client, error) {
 		o.BaseEndpoint = aws.String(ep)
 	}
 	return dynamodb.New(o), nil
+}
+
+// FromEnv is the table store of a Lambda main: the table TABLE_NAME
+// (required) through ClientFromEnv's client.
+func FromEnv(getenv func(string) string) (*Store, error) {
+	table := getenv("TABLE_NAME")
+	if table == "" {
+		return nil, errors.New("TABLE_NAME is not set")
+	}
+	client, err := ClientFromEnv(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("DynamoDB client: %w", err)
+	}
+	return New(client, table), nil
 }
