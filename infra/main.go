@@ -22,6 +22,11 @@
 //	                     a custom resource (stack.Seeding says why). Unset,
 //	                     the app synthesizes without the registration and
 //	                     says so, so that `make synth` needs no key.
+//	networkSigningKeySecret  the Secrets Manager secret (name or ARN) holding
+//	                     the network's private key (std base64 of the
+//	                     Ed25519 seed): NETWORK_SIGNING_KEY of the functions
+//	                     that sign webhook deliveries (v1a), as a dynamic
+//	                     reference resolved at deploy. Unset: v1 only.
 //
 // cdk.json also sets the feature flags that the aws-cdk-lib in go.mod
 // recommends (its CURRENTLY_RECOMMENDED_FLAGS, what `cdk init` writes); the
@@ -103,15 +108,16 @@ func run() error {
 	}
 	stack.Nag(app, true)
 	if _, err := stack.New(app, stack.Props{
-		Stage:               contextString(app, "stage", "dev"),
-		Routes:              routeList,
-		Functions:           functions,
-		Table:               schema.Default(),
-		AssetDir:            func(name string) string { return filepath.Join(buildDir, name) },
-		ReservedConcurrency: reserved,
-		AccountConcurrency:  account,
-		NetworkPublicKey:    networkKey,
-		Seed:                seeding,
+		Stage:                   contextString(app, "stage", "dev"),
+		Routes:                  routeList,
+		Functions:               functions,
+		Table:                   schema.Default(),
+		AssetDir:                func(name string) string { return filepath.Join(buildDir, name) },
+		ReservedConcurrency:     reserved,
+		AccountConcurrency:      account,
+		NetworkSigningKeySecret: contextString(app, "networkSigningKeySecret", ""),
+		NetworkPublicKey:        networkKey,
+		Seed:                    seeding,
 	}); err != nil {
 		return err
 	}

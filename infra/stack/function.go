@@ -122,6 +122,9 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 		if k == NetworkPublicKeyEnv && v == "" {
 			v = s.networkKey
 		}
+		if k == NetworkSigningKeyEnv && v == "" && s.signingSecret != "" {
+			v = SigningKeyReference(s.signingSecret)
+		}
 		env[k] = jsii.String(v)
 	}
 	if access > routes.NoTable {

@@ -18,6 +18,17 @@ import (
 // declares it (with an empty value) in the function table.
 const NetworkPublicKeyEnv = "NETWORK_PUBLIC_KEY"
 
+// NetworkSigningKeyEnv is the variable the functions that sign webhook
+// deliveries (v1a) read the network's private key from
+// (webhook.NetworkKeyEnv).
+const NetworkSigningKeyEnv = "NETWORK_SIGNING_KEY"
+
+// SigningKeyReference is the CloudFormation dynamic reference to the
+// SecretString of the Secrets Manager secret named secret.
+func SigningKeyReference(secret string) string {
+	return "{{resolve:secretsmanager:" + secret + ":SecretString}}"
+}
+
 // SeedResourceType is the CloudFormation type of the fixtures' registration.
 const SeedResourceType = "Custom::FixtureRegistrations"
 

@@ -38,6 +38,7 @@ func TestSeededStack(t *testing.T) {
 	props.Functions = append(props.Functions, seeder, keyed)
 	key := networkKey(t)
 	props.NetworkPublicKey = key
+	props.NetworkSigningKeySecret = "a2awire/network-signing-key"
 	props.Seed = &stack.Seeding{Function: seeder.Name, Digest: stack.CatalogDigest()}
 	s := synth(t, props)
 	checkCommon(t, s)
@@ -82,6 +83,20 @@ func TestSeededStack(t *testing.T) {
 					t.Errorf("seed function may also %s", a)
 				}
 			}
+		}
+	})
+	t.Run("the signing key secret reaches the functions that sign deliveries", func(t *testing.T) {
+		ref := stack.SigningKeyReference(props.NetworkSigningKeySecret)
+		if ref != "{{resolve:secretsmanager:a2awire/network-signing-key:SecretString}}" {
+			t.Fatalf("reference %q", ref)
+		}
+		for _, fn := range []string{"webhook-dispatcher", "webhook-retry", "world-ping"} {
+			checkAssertion(t, fn+" env", func() {
+				s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+					"Description": "a2awire dev " + fn,
+					"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{stack.NetworkSigningKeyEnv: ref})},
+				})
+			})
 		}
 	})
 	t.Run("network key reaches the functions that declare it", func(t *testing.T) {

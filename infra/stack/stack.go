@@ -66,6 +66,14 @@ type Props struct {
 	// (context networkPublicKey): the value of NetworkPublicKeyEnv on the
 	// functions that declare it, and the fixtures' owner. Empty: none.
 	NetworkPublicKey string
+	// NetworkSigningKeySecret names the Secrets Manager secret (name or ARN)
+	// whose SecretString is the network's private signing key (the std
+	// base64 of its 32-byte Ed25519 seed; context networkSigningKeySecret).
+	// Functions that declare NetworkSigningKeyEnv (the webhook dispatcher,
+	// the retry function, world-ping) get it through a CloudFormation
+	// dynamic reference, resolved at deploy, so the key is in no template,
+	// asset or source file. Empty: their deliveries carry v1 only.
+	NetworkSigningKeySecret string
 	// Seed, when set, registers the fixtures at deploy (see Seeding).
 	Seed *Seeding
 }
@@ -88,8 +96,10 @@ type Stack struct {
 	// Seeding is the fixtures' registration (nil without Props.Seed).
 	Seeding awscdk.CustomResource
 
-	networkKey   string
-	seedFunction string
+	networkKey string
+	// signingSecret is Props.NetworkSigningKeySecret.
+	signingSecret string
+	seedFunction  string
 }
 
 // Name is the CloudFormation stack name of a stage.
@@ -120,6 +130,7 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 		FailureQueues: map[string]awssqs.Queue{},
 		Reserved:      reservations(props),
 		networkKey:    props.NetworkPublicKey,
+		signingSecret: props.NetworkSigningKeySecret,
 	}
 	if props.Seed != nil {
 		s.seedFunction = props.Seed.Function

@@ -526,6 +526,10 @@ func checkFunctions(t *testing.T, s *synthesized) {
 				// The deploy fills a declared network key variable.
 				v = s.props.NetworkPublicKey
 			}
+			if k == stack.NetworkSigningKeyEnv && v == "" && s.props.NetworkSigningKeySecret != "" {
+				// ... and the signing key as a reference to its secret.
+				v = stack.SigningKeyReference(s.props.NetworkSigningKeySecret)
+			}
 			if vars[k] != v {
 				t.Errorf("%s: env %s=%v, want %q", fn.Name, k, vars[k], v)
 			}
