@@ -12,9 +12,11 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/inbox"
 	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/world"
 	"github.com/a2awire/a2awire/shared/worldhttp"
 )
@@ -53,7 +55,7 @@ func TestRequestCost(t *testing.T) {
 		"agents":   must(worldhttp.NewAgents(o, w, world.Presence)),
 		"send":     must(worldhttp.NewSend(o, box)),
 		"messages": must(worldhttp.NewMessages(o, box)),
-		"ping":     must(worldhttp.NewPing(o, w, nil)),
+		"ping":     must(worldhttp.NewPing(o, w, mustProber(t, st))),
 		"act":      must(worldhttp.NewAct(o, w)),
 		"events":   must(worldhttp.NewEvents(o, w)),
 		"card":     must(worldhttp.NewCard(o, w)),
@@ -103,7 +105,7 @@ func TestRequestCost(t *testing.T) {
 		{"send", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, bID), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
 		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
 		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
-		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 2, "PutItem": 1, "UpdateItem": 1}},
+		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 3, "PutItem": 1, "UpdateItem": 1}},
 		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 2, "PutItem": 2, "UpdateItem": 1}},
 		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
 		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
@@ -118,4 +120,15 @@ func TestRequestCost(t *testing.T) {
 			t.Errorf("%s: calls %v, want %v", s.name, use.Calls(), s.calls)
 		}
 	}
+}
+
+// mustProber is world-ping's live probe as its main builds it (the target
+// here has no webhook: one GetItem, no POST).
+func mustProber(t *testing.T, st store.Store) worldhttp.Prober {
+	t.Helper()
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
