@@ -5,7 +5,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/webhook"
-	"github.com/a2awire/a2awire/shared/world"
 	"github.com/aws/aws-lambda-go/lambda"
 )
 
@@ -27,22 +25,11 @@ func main() {
 
 // run builds the dispatcher from the environment and starts Lambda.
 func run(log *slog.Logger) error {
-	table := os.Getenv("TABLE_NAME")
-	if table == "" {
-		return fmt.Errorf("TABLE_NAME is not set")
-	}
-	key, err := webhook.ParseNetworkKey(os.Getenv(webhook.NetworkKeyEnv))
+	st, err := dynamo.FromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	client, err := dynamo.ClientFromEnv(os.Getenv)
-	if err != nil {
-		return fmt.Errorf("DynamoDB client: %w", err)
-	}
-	st := dynamo.New(client, table)
-	// Receivers' answers become their agents' actions through the world
-	// service, with the checks and event of POST /actions.
-	d, err := webhook.NewDispatcher(webhook.Config{Store: st, NetworkKey: key, Actions: world.New(st), Log: log})
+	d, err := webhook.FromEnv(os.Getenv, st, log)
 	if err != nil {
 		return err
 	}

@@ -460,3 +460,16 @@ func ParseNetworkKey(s string) (ed25519.PrivateKey, error) {
 	}
 	return ed25519.NewKeyFromSeed(seed), nil
 }
+
+// FromEnv is the Dispatcher of a Lambda main over st (the main's table,
+// dynamo.FromEnv): NetworkKeyEnv signs v1a (empty: v1 only), attempts go
+// through the cloud-mode egress client, and receivers' answers become their
+// agents' actions through the world service, with the checks and event of
+// POST /actions.
+func FromEnv(getenv func(string) string, st store.Store, log *slog.Logger) (*Dispatcher, error) {
+	key, err := ParseNetworkKey(getenv(NetworkKeyEnv))
+	if err != nil {
+		return nil, err
+	}
+	return NewDispatcher(Config{Store: st, NetworkKey: key, Actions: world.New(st), Log: log})
+}
