@@ -26,8 +26,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// helloName is the trivial Lambda's name in the cold-start rows.
-const helloName = "hello-world (baseline)"
+// helloName is the trivial Lambda's name in the cold-start rows;
+// helloDynamoName is the trivial Lambda with a DynamoDB client, reported
+// (not targeted) to show what the AWS SDK alone adds to INIT.
+const (
+	helloName       = "hello-world (baseline)"
+	helloDynamoName = "hello-world + DynamoDB client (reported)"
+)
 
 // maxBootstrapBytes is the Makefile's MAX_BOOTSTRAP_BYTES.
 const maxBootstrapBytes = 12_000_000
@@ -196,7 +201,8 @@ func firstEvent(t coldTarget) events.APIGatewayV2HTTPRequest {
 // every Lambda build's size.
 func coldRows(ctx context.Context, root, rie, dir string, functions []string, tableEnv []string, n int) []Row {
 	var rows []Row
-	targets := []coldTarget{{name: helloName, pkg: "./cmd/a2awire-bench/hello", fn: routes.Function{Name: "hello"}}}
+	targets := []coldTarget{{name: helloName, pkg: "./cmd/a2awire-bench/hello", fn: routes.Function{Name: "hello"}},
+		{name: helloDynamoName, pkg: "./cmd/a2awire-bench/hello-dynamodb", fn: routes.Function{Name: "hello-dynamodb"}, env: tableEnv}}
 	for _, f := range functions {
 		// Every function gets the table's variables, as the deploy gives
 		// TABLE_NAME to those that use it; the others ignore them.
@@ -205,7 +211,7 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, ta
 	}
 	for i := range targets {
 		t := &targets[i]
-		t.bootstrap = filepath.Join(dir, strings.Fields(t.name)[0], "bootstrap")
+		t.bootstrap = filepath.Join(dir, filepath.Base(t.pkg), "bootstrap")
 		if err := buildHost(ctx, t.pkg, t.bootstrap); err != nil {
 			return []Row{failed(Row{ID: "3", Name: "cold start"}, err)}
 		}
@@ -243,9 +249,12 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, ta
 		"first = emulator process start → first response to a real request; median of %d, targets interleaved", runtime.GOOS, runtime.GOARCH, n)
 	for i, t := range targets {
 		row := Row{ID: coldID(i), Name: "cold start: " + t.name, Method: method}
-		if i == 0 {
+		switch {
+		case i == 0:
 			row.Target = "baseline"
-		} else {
+		case t.name == helloDynamoName:
+			row.Target = "reported: the floor of every function that builds a DynamoDB client"
+		default:
 			row.Target = fmt.Sprintf("INIT ≤ 1.5 × baseline (%.2f ms)", 1.5*ms(base))
 		}
 		if err := errs[t.name]; err != nil {
@@ -259,7 +268,9 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, ta
 		row.Status = Info
 		if i > 0 && base > 0 {
 			row.Values["init_ratio"] = float64(in) / float64(base)
-			row.Status = within(float64(in) <= 1.5*float64(base))
+			if t.name != helloDynamoName {
+				row.Status = within(float64(in) <= 1.5*float64(base))
+			}
 		}
 		rows = append(rows, row)
 	}
