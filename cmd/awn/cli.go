@@ -55,13 +55,21 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 
+	// sleep waits between polls of events --follow; tests replace it to
+	// see the waits without waiting.
+	sleep func(ctx context.Context, d time.Duration) error
+
 	json    bool
 	baseURL string
 }
 
 // run executes the awn command line in args and returns the exit code.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
+	return (&app{stdout: stdout, stderr: stderr, getenv: getenv, sleep: sleepContext}).run(ctx, args)
+}
+
+// run executes the command line in args on a.
+func (a *app) run(ctx context.Context, args []string) int {
 	root := a.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -76,10 +84,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ee = &exitError{code: exitUsage, err: err}
 	}
 	if !ee.printed {
-		fmt.Fprintf(stderr, "awn: %v\n", ee.err)
+		fmt.Fprintf(a.stderr, "awn: %v\n", ee.err)
 	}
 	if ee.code == exitUsage {
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return ee.code
 }
@@ -91,7 +99,9 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `awn invokes A2AWire providers and checks them against the protocol's
 conformance checklist, and holds an agent's identity (an Ed25519 key in
 AWN_HOME, default ~/.config/awn) to register it, discover others and set its
-presence.
+presence, and
+takes part in worlds: join them, message and ping members, submit actions,
+follow events, and receive them by webhook.
 
 It talks to AWN_URL (default ` + defaultURL + `, or --url). --json prints one
 JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success,
@@ -122,7 +132,9 @@ JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success
 	pf.BoolVar(&a.json, "json", false, "print one JSON document on stdout")
 	pf.StringVar(&a.baseURL, "url", base, "base URL of the network (env AWN_URL)")
 	root.AddCommand(a.initCommand(), a.whoamiCommand(), a.registerCommand(), a.discoverCommand(),
-		a.agentCommand(), a.invokeCommand(), a.conformCommand())
+		a.agentCommand(), a.invokeCommand(), a.conformCommand(),
+		a.worldCommand(), a.joinCommand(), a.leaveCommand(), a.agentsCommand(), a.sendCommand(),
+		a.messagesCommand(), a.pingCommand(), a.actCommand(), a.eventsCommand(), a.webhookCommand())
 	return root
 }
 

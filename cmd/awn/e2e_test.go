@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
@@ -25,7 +26,8 @@ import (
 // network serves the whole local system as `go run ./local` does: every
 // function behind the in-process API Gateway on loopback over a fresh
 // memory store, then the five fixtures registered with their endpoints
-// below that URL, owned by the network key (local/main.go's seedFixtures).
+// below that URL, owned by the network key (local/main.go's seedFixtures),
+// and the world lobby (its seedLobby).
 func network(t *testing.T) string {
 	t.Helper()
 	st := memory.New()
@@ -39,6 +41,9 @@ func network(t *testing.T) string {
 	t.Cleanup(srv.Close)
 	pub := h.NetworkKey().Public().(ed25519.PublicKey)
 	if _, err := seed.Seed(context.Background(), seed.OverStore(st, registry.AllowInsecureEndpoints())(pub), srv.URL, pub); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := harness.SeedLobby(context.Background(), st, h.NetworkKey()); err != nil {
 		t.Fatal(err)
 	}
 	return srv.URL
@@ -211,5 +216,129 @@ func TestSignedRequestReplayRefused(t *testing.T) {
 	_ = json.NewDecoder(resp.Body).Decode(&e)
 	if resp.StatusCode != http.StatusUnauthorized || e.Error != "unauthorized" || !strings.Contains(e.Message, "nonce") {
 		t.Errorf("replay: %d %+v, want 401 unauthorized naming the nonce", resp.StatusCode, e)
+	}
+}
+
+// TestWorldEndToEnd is the world layer's must-show against the whole local
+// system: two identities join lobby (the world the harness creates at
+// start), A lists the agents and pings B, sends B hello, and B reads the
+// message and the world's events — every request signed by awn and
+// verified by the network.
+func TestWorldEndToEnd(t *testing.T) {
+	t.Parallel()
+	base := network(t)
+	a, b := newAgentID(t, base), newAgentID(t, base)
+
+	for _, id := range []agentID{a, b} {
+		r := awn(t, id.env, "join", "lobby")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "joined lobby as "+id.AWNID+" (slot ") {
+			t.Fatalf("join lobby: %v", r)
+		}
+	}
+	r := awn(t, a.env, "agents", "lobby")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "SLOT") || !strings.Contains(r.stdout, a.AWNID) || !strings.Contains(r.stdout, b.AWNID) {
+		t.Errorf("agents lobby: %v", r)
+	}
+	r = awn(t, a.env, "--json", "agents", "lobby")
+	var listed struct {
+		Agents []struct {
+			AWNID string `json:"awnId"`
+		} `json:"agents"`
+		Count int `json:"count"`
+	}
+	decodeStrict(t, r.stdout, &listed)
+	if r.code != 0 || listed.Count != 2 || len(listed.Agents) != 2 {
+		t.Errorf("agents lobby --json: %v", r)
+	}
+	// B has neither polled nor set a webhook yet.
+	r = awn(t, a.env, "ping", "lobby", b.AWNID)
+	if r.code != 0 || r.stdout != b.AWNID+" is not reachable\n" {
+		t.Errorf("ping lobby B: %v", r)
+	}
+	r = awn(t, a.env, "send", "lobby", b.AWNID, "hello")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "sent ") {
+		t.Fatalf("send lobby B hello: %v", r)
+	}
+
+	r = awn(t, b.env, "--json", "messages", "lobby", "--peek")
+	var msgs struct {
+		Messages []struct {
+			From        string          `json:"from"`
+			Content     json.RawMessage `json:"content"`
+			ContentType string          `json:"contentType"`
+		} `json:"messages"`
+	}
+	decodeStrict(t, r.stdout, &msgs)
+	if r.code != 0 || len(msgs.Messages) != 1 || msgs.Messages[0].From != a.AWNID || string(msgs.Messages[0].Content) != `"hello"` ||
+		msgs.Messages[0].ContentType != "text/plain" {
+		t.Errorf("messages lobby --json --peek: %v", r)
+	}
+	r = awn(t, b.env, "messages", "lobby")
+	if r.code != 0 || !strings.HasSuffix(r.stdout, "from "+a.AWNID+": hello\n") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("messages lobby: %v", r)
+	}
+	// Consumed by the read.
+	if r = awn(t, b.env, "messages", "lobby"); r.code != 0 || r.stdout != "no messages in lobby\n" {
+		t.Errorf("messages lobby again: %v", r)
+	}
+
+	r = awn(t, b.env, "events", "lobby")
+	var types []string
+	for _, line := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+		if f := strings.Fields(line); len(f) > 2 {
+			types = append(types, f[2])
+		}
+	}
+	if r.code != 0 || !slices.Contains(types, "agent.joined") || !slices.Contains(types, "message.received") ||
+		!strings.Contains(r.stdout, "(private)") {
+		t.Errorf("events lobby: %v", r)
+	}
+	// A does not see B's private event.
+	r = awn(t, a.env, "events", "lobby")
+	if r.code != 0 || strings.Contains(r.stdout, "message.received") {
+		t.Errorf("events lobby as A: %v", r)
+	}
+	// Having polled, B is reachable.
+	r = awn(t, a.env, "ping", "lobby", b.AWNID)
+	if r.code != 0 || r.stdout != b.AWNID+" is reachable (polled events recently)\n" {
+		t.Errorf("ping lobby B after its poll: %v", r)
+	}
+	// B follows the events (a real long poll); A's next message arrives
+	// while B waits, then Ctrl-C ends the follow cleanly.
+	r = awn(t, b.env, "--json", "events", "lobby")
+	var page struct {
+		Cursor string `json:"cursor"`
+	}
+	decodeStrict(t, r.stdout, &page)
+	rn := start(t, b.env, "events", "lobby", "--follow", "--json", "--after", page.Cursor)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(rn.stderr.String(), "waiting for events in lobby") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r = awn(t, a.env, "send", "lobby", b.AWNID, `{"n":2}`); r.code != 0 {
+		t.Fatalf("send while B follows: %v", r)
+	}
+	for !strings.Contains(rn.stdout.String(), "message.received") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rn.cancel()
+	if code := rn.wait(t); code != 0 || strings.Contains(rn.stderr.String(), "error") {
+		t.Errorf("follow: exit %d, stderr:\n%s", code, rn.stderr.String())
+	}
+	var got event
+	decodeStrict(t, rn.stdout.String(), &got)
+	if got.Type != "message.received" || got.Visibility != "private" || !strings.Contains(string(got.Data), a.AWNID) {
+		t.Errorf("followed: %s", rn.stdout.String())
+	}
+
+	// Leaving ends the membership.
+	if r = awn(t, b.env, "leave", "lobby"); r.code != 0 || r.stdout != "left lobby\n" {
+		t.Errorf("leave lobby: %v", r)
+	}
+	// Refused: NOT_JOINED, or UNAUTHORIZED once the network no longer
+	// knows the key at all.
+	r = awn(t, b.env, "agents", "lobby")
+	if r.code != 1 || r.stdout != "" || !(strings.HasPrefix(r.stderr, "error: NOT_JOINED: ") || strings.HasPrefix(r.stderr, "error: UNAUTHORIZED: ")) {
+		t.Errorf("agents lobby after leave: %v", r)
 	}
 }

@@ -120,11 +120,14 @@ func encodeKey(priv ed25519.PrivateKey) ([]byte, error) {
 }
 
 // localState is what awn remembers between runs in $AWN_HOME/state.json:
-// the agent last registered (the default of `agent online|offline`) and,
-// per agent name, where it was registered and the presence last set.
+// the agent last registered (the default of `agent online|offline`),
+// per agent name, where it was registered and the presence last set, and
+// per world, the webhook handler set.
 type localState struct {
 	LastRegistered string                `json:"last_registered,omitempty"`
 	Agents         map[string]localAgent `json:"agents,omitempty"`
+	// Handlers holds, per world, the webhook set with `agent set-handler`.
+	Handlers map[string]localHandler `json:"handlers,omitempty"`
 }
 
 // localAgent is the local record of one registered agent.

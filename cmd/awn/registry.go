@@ -432,12 +432,12 @@ func (a *app) discover(ctx context.Context, f discoverFlags) error {
 func (a *app) agentCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "This agent's registry profile and presence",
+		Short: "This agent's registry profile, presence and world webhook handlers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SetOut(a.stderr)
 			_ = cmd.Help()
-			return usageErrorf("agent needs a subcommand: status, online or offline")
+			return usageErrorf("agent needs a subcommand: status, online, offline or set-handler")
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -454,7 +454,7 @@ registered from this $AWN_HOME) and the local state awn keeps for it.
 			}
 			return a.agentStatus(cmd.Context(), name)
 		}),
-	}, a.presenceCommand("online"), a.presenceCommand("offline"))
+	}, a.presenceCommand("online"), a.presenceCommand("offline"), a.setHandlerCommand())
 	return cmd
 }
 

@@ -80,7 +80,7 @@ type smokeCase struct {
 // cases covers every functions/* folder; TestEmulator fails when a folder
 // has no case, so a new function's main cannot go untested.
 func cases() []smokeCase {
-	return append(worldCases(), []smokeCase{
+	return append(append(worldCases(), webhookCases()...), []smokeCase{
 		{
 			function: "fixture-punctual",
 			invokes: []invocation{

@@ -9,9 +9,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -23,12 +25,21 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-translator/llm"
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
 	"github.com/a2awire/a2awire/functions/registry/registryapi"
+	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
+	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
 	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/webhook/delivery"
+	"github.com/a2awire/a2awire/shared/webhookhttp"
+	"github.com/a2awire/a2awire/shared/world"
+	"github.com/a2awire/a2awire/shared/worldhttp"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -82,24 +93,30 @@ type Function struct {
 // test keeps the two (and the functions/ folders) in step.
 func Handlers(o Options, st store.Store) map[string]any {
 	return map[string]any{
-		"world-put":          worldEntry(o, st, "world-put"),
-		"world-get":          worldEntry(o, st, "world-get"),
-		"world-join":         worldEntry(o, st, "world-join"),
-		"world-leave":        worldEntry(o, st, "world-leave"),
-		"world-agents":       worldEntry(o, st, "world-agents"),
-		"world-send":         worldEntry(o, st, "world-send"),
-		"world-messages":     worldEntry(o, st, "world-messages"),
-		"world-ping":         worldEntry(o, st, "world-ping"),
-		"world-act":          worldEntry(o, st, "world-act"),
-		"world-events":       worldEntry(o, st, "world-events"),
-		"world-card":         worldEntry(o, st, "world-card"),
-		"fixture-clean":      lambdahttp.Entry(clean.New(o.Log)),
-		"fixture-ledger":     lambdahttp.Entry(ledger.New(o.Log, st)),
-		"fixture-messy":      lambdahttp.Entry(messy.New(o.Log)),
-		"fixture-punctual":   lambdahttp.Entry(punctual.New(o.Log)),
-		"fixture-translator": lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
-		"registry":           registryEntry(o, st),
-		"registry-seed":      seed.Handler(st),
+		"world-put":            worldEntry(o, st, "world-put"),
+		"world-get":            worldEntry(o, st, "world-get"),
+		"world-join":           worldEntry(o, st, "world-join"),
+		"world-leave":          worldEntry(o, st, "world-leave"),
+		"world-agents":         worldEntry(o, st, "world-agents"),
+		"world-send":           worldEntry(o, st, "world-send"),
+		"world-messages":       worldEntry(o, st, "world-messages"),
+		"world-ping":           worldEntry(o, st, "world-ping"),
+		"world-act":            worldEntry(o, st, "world-act"),
+		"world-events":         worldEntry(o, st, "world-events"),
+		"world-card":           worldEntry(o, st, "world-card"),
+		"fixture-clean":        lambdahttp.Entry(clean.New(o.Log)),
+		"fixture-ledger":       lambdahttp.Entry(ledger.New(o.Log, st)),
+		"fixture-messy":        lambdahttp.Entry(messy.New(o.Log)),
+		"fixture-punctual":     lambdahttp.Entry(punctual.New(o.Log)),
+		"fixture-translator":   lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
+		"registry":             registryEntry(o, st),
+		"registry-seed":        seed.Handler(st),
+		"world-webhook-set":    webhookRouteEntry(o, st, webhookhttp.FunctionSet),
+		"world-webhook-show":   webhookRouteEntry(o, st, webhookhttp.FunctionShow),
+		"world-webhook-remove": webhookRouteEntry(o, st, webhookhttp.FunctionRemove),
+		"world-webhook-replay": webhookRouteEntry(o, st, webhookhttp.FunctionReplay),
+		"webhook-dispatcher":   webhookEntry(o, st, func(d *webhook.Dispatcher) any { return dispatcher.New(d) }),
+		"webhook-retry":        webhookEntry(o, st, func(d *webhook.Dispatcher) any { return retry.New(d, o.Log) }),
 	}
 }
 
@@ -112,6 +129,57 @@ func registryEntry(o Options, st store.Store) any {
 		pub, _ = o.NetworkKey.Public().(ed25519.PublicKey)
 	}
 	h, err := registryapi.New(registryapi.Options{Log: o.Log, Store: st, NetworkKey: pub, BaseURL: o.BaseURL, AllowInsecureEndpoints: true})
+	if err != nil {
+		return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+	}
+	return lambdahttp.Entry(h)
+}
+
+// webhookEntry builds a webhook function's entry over a Dispatcher that
+// may reach receivers on this machine over http (the local mode of
+// egress), signing v1a with the network key, and submitting receivers'
+// actions through the world service. A dispatcher that cannot be
+// built answers every invocation with the error, as a Lambda whose init
+// failed.
+func webhookEntry(o Options, st store.Store, entry func(*webhook.Dispatcher) any) any {
+	d, err := webhook.NewDispatcher(webhook.Config{
+		Store:      st,
+		Client:     egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true, Timeout: delivery.AttemptTimeout}),
+		NetworkKey: o.NetworkKey,
+		Actions:    world.New(st),
+		Log:        o.Log,
+	})
+	if err != nil {
+		return func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, err }
+	}
+	return entry(d)
+}
+
+// webhookRouteEntry builds the entry of a member webhook route's function
+// over st with the dependencies its main builds (worldhttp.NewDeps), and
+// URLs allowed to be http:// and loopback, so a receiver on this machine
+// can be registered.
+func webhookRouteEntry(o Options, st store.Store, name string) any {
+	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), o.BaseURL, o.Log)
+	ho := webhookhttp.Options{Log: o.Log, URLs: egress.Options{AllowLoopback: true, AllowHTTP: true},
+		Auth: webhookhttp.Auth{Verifier: deps.Options.Verifier, ParamKeys: webhookhttp.MemberKeys(deps.World)}}
+	hooks := webhook.NewStore(st)
+	var h http.Handler
+	var err error
+	switch name {
+	case webhookhttp.FunctionSet:
+		h, err = webhookhttp.NewSet(ho, hooks)
+	case webhookhttp.FunctionShow:
+		h, err = webhookhttp.NewShow(ho, hooks)
+	case webhookhttp.FunctionRemove:
+		h, err = webhookhttp.NewRemove(ho, hooks)
+	case webhookhttp.FunctionReplay:
+		h, err = webhookhttp.NewReplay(ho, hooks)
+	default:
+		err = fmt.Errorf("harness: no webhook function %q", name)
+	}
 	if err != nil {
 		return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{}, err

@@ -155,6 +155,13 @@ var table = []Route{
 	{Method: "GET", Path: "/v0/worlds/{world}/events", Function: "world-events", Auth: Member, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent-card.json", Function: "world-card", Auth: Public, Table: ReadOnly},
 	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent.json", Function: "world-card", Auth: Public, Table: ReadOnly},
+
+	// A member's webhook (package webhookhttp over package webhook). Every
+	// route writes: the signature's nonce guard.
+	{Method: "PUT", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-set", Auth: Member, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-show", Auth: Member, Table: ReadWrite},
+	{Method: "DELETE", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-remove", Auth: Member, Table: ReadWrite},
+	{Method: "POST", Path: "/v0/worlds/{world}/webhook/replay", Function: "world-webhook-replay", Auth: Member, Table: ReadWrite},
 }
 
 // functions holds per-function settings that differ from DefaultFunction.
@@ -192,6 +199,22 @@ var functions = []Function{
 	// CloudFormation custom resource, infra/stack Seeding), which writes
 	// the registry's items; 20 s covers five registrations and retries.
 	{Name: "registry-seed", MemoryMB: 128, TimeoutSeconds: 20, Table: ReadWrite},
+
+	// Webhook delivery. The dispatcher reads the table's stream: small
+	// batches handed over at once (no window), so an event reaches its
+	// receivers within a second; a batch's deliveries run concurrently
+	// (webhook.DefaultWorkers at a time, 5 s per attempt), and what cannot
+	// start before the timeout's last 7 s is scheduled as a retry instead
+	// of attempted. It reports the records it could not schedule
+	// (batchItemFailures); the retry function works the schedule every
+	// minute. NETWORK_SIGNING_KEY (the network's
+	// Ed25519 seed, for v1a) is filled by the deploy from a secret.
+	{Name: "webhook-dispatcher", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
+		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
+		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 10, ReportBatchItemFailures: true}}},
+	{Name: "webhook-retry", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
+		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
+		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
 }
 
 // DefaultFunction returns the settings of a function named name that has no

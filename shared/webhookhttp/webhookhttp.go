@@ -11,6 +11,7 @@ package webhookhttp
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,12 +80,17 @@ type Replayer interface {
 	Replay(ctx context.Context, world, awnID string, since time.Time) (int, error)
 }
 
-// Auth is what the member routes' middleware needs (shared/worldhttp
-// builds it for every world function).
+// Auth is what the member routes' middleware needs: the verifier and the
+// member key lookup of every world function (MemberKeys over
+// worldhttp.Deps).
 type Auth struct {
 	Verifier *auth.Verifier
 	Keys     auth.KeyLookup
-	Members  access.MemberLookup
+	// ParamKeys finds the signing key of a member of the world in the
+	// path (world.Service.MemberKey); it decides membership itself, so
+	// Keys and Members may then be left nil.
+	ParamKeys access.ParamKeyLookup
+	Members   access.MemberLookup
 	// Table overrides the route table (tests); each function serves its
 	// own routes of it.
 	Table []routes.Route
@@ -121,14 +127,15 @@ func serve(fn, route string, o Options, f func(http.ResponseWriter, *http.Reques
 		}
 	}
 	d, err := access.New(access.Config{
-		Function: fn,
-		Table:    table,
-		Routes:   map[string]access.Route{route: {Handler: wrapped}},
-		Verifier: o.Auth.Verifier,
-		Keys:     o.Auth.Keys,
-		Members:  o.Auth.Members,
-		Render:   apierror.WriteWorld,
-		Log:      o.Log,
+		Function:  fn,
+		Table:     table,
+		Routes:    map[string]access.Route{route: {Handler: wrapped}},
+		Verifier:  o.Auth.Verifier,
+		Keys:      o.Auth.Keys,
+		ParamKeys: o.Auth.ParamKeys,
+		Members:   o.Auth.Members,
+		Render:    apierror.WriteWorld,
+		Log:       o.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("webhookhttp: %s: %w", fn, err)
@@ -143,6 +150,21 @@ func caller(r *http.Request) (world, awnID string, err error) {
 		return "", "", errors.New("webhookhttp: no identity on a member route")
 	}
 	return access.Param(r, "world"), id.AWNID, nil
+}
+
+// MemberKeys is the path-aware key lookup of member routes over a world
+// member lookup (world.Service.MemberKey): the key of keyID's member of the
+// world in the path, NotJoined when there is none.
+func MemberKeys(m interface {
+	MemberKey(ctx context.Context, world, keyID string) (ed25519.PublicKey, string, error)
+}) access.ParamKeyLookup {
+	return func(ctx context.Context, params map[string]string, keyID string) (ed25519.PublicKey, error) {
+		pub, _, err := m.MemberKey(ctx, params["world"], keyID)
+		if err != nil {
+			return nil, fmt.Errorf("webhookhttp: member key: %w", err)
+		}
+		return pub, nil
+	}
 }
 
 // ok writes the world envelope {"ok": true, "data": v}.

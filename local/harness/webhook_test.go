@@ -1,0 +1,355 @@
+package harness_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/local/harness"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/webhook/signature"
+	"github.com/a2awire/a2awire/shared/world"
+)
+
+// TestWebhookThroughHarness: the harness drives webhook-dispatcher from
+// the memory engine's feed and webhook-retry from its schedule, as
+// go run ./local does. A receiver that fails its first attempt gets the
+// event again when the schedule ticks after the 5 s wait, and each
+// delivery's v1a signature verifies with the key the harness serves at
+// /.well-known/http-message-signatures-directory.
+func TestWebhookThroughHarness(t *testing.T) {
+	st := memory.New(memory.WithFeedConsumers(harness.StreamConsumers(nil)...))
+	defer st.Close()
+	tick := make(chanTicker)
+	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st,
+		NewTicker: func(time.Duration) cloud.Ticker { return tick }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1:8080/.well-known/http-message-signatures-directory", nil))
+	var dir struct {
+		Keys []struct{ X string } `json:"keys"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &dir); err != nil || len(dir.Keys) != 1 {
+		t.Fatalf("directory %d %s: %v", w.Code, w.Body, err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(dir.Keys[0].X)
+	if err != nil || len(raw) != ed25519.PublicKeySize {
+		t.Fatalf("directory key %q: %v", dir.Keys[0].X, err)
+	}
+	pub := ed25519.PublicKey(raw)
+
+	type hit struct {
+		header http.Header
+		body   []byte
+	}
+	hits := make(chan hit, 10)
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hits <- hit{r.Header.Clone(), b}
+		if n.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	if _, err := webhook.NewStore(st).Set(ctx, "lobby", "aw:a", srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := world.NewIDs().NewEvent("lobby", world.AgentJoined, world.Public, "", map[string]any{"awnId": "aw:b"}, time.Now())
+	if _, err := st.Write(ctx, world.EventPut(e)); err != nil {
+		t.Fatal(err)
+	}
+	next := func(within time.Duration) hit {
+		t.Helper()
+		select {
+		case g := <-hits:
+			if g.header.Get("webhook-id") != e.ID {
+				t.Fatalf("delivered %q, want %s", g.header.Get("webhook-id"), e.ID)
+			}
+			if err := signature.VerifyV1a(g.header, g.body, pub, 0); err != nil {
+				t.Fatalf("v1a with the directory's key: %v", err)
+			}
+			return g
+		case <-time.After(within):
+			t.Fatalf("no delivery within %v", within)
+			return hit{}
+		}
+	}
+	next(time.Second)
+	// The first retry is due 5 s (± 10 %) after the failure; a tick
+	// before that sends nothing, one after it sends the retry.
+	tick <- time.Now()
+	select {
+	case g := <-hits:
+		t.Fatalf("retried before its wait: %s", g.body)
+	case <-time.After(500 * time.Millisecond):
+	}
+	time.Sleep(webhook.Waits[0] + webhook.Waits[0]/10)
+	tick <- time.Now()
+	next(2 * time.Second)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		v, err := webhook.NewStore(st).Show(ctx, "lobby", "aw:a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Stats.Delivered == 1 && v.Stats.Failed == 1 && v.Stats.LastError == "the receiver answered 503" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v", v.Stats)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWebhookActionForwardedToWorld: through the harness, with the world
+// service. B submits an action; A's receiver answers its delivery with an
+// action of its own, which the world records as action.submitted from A
+// (B polls it) and delivers to both; A's answer to its own action is not
+// submitted again.
+func TestWebhookActionForwardedToWorld(t *testing.T) {
+	st := memory.New(memory.WithFeedConsumers(harness.StreamConsumers(nil)...))
+	defer st.Close()
+	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st,
+		NewTicker: func(time.Duration) cloud.Ticker { return make(chanTicker) }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	svc := world.New(st)
+	key := func(n byte) ed25519.PublicKey {
+		return ed25519.NewKeyFromSeed(append(make([]byte, 31), n)).Public().(ed25519.PublicKey)
+	}
+	if _, _, err := svc.PutWorld(ctx, world.Manifest{ID: "arena", Actions: []world.ActionSpec{{Name: "wave", Description: "wave"}}}, key(1)); err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := svc.Join(ctx, "arena", key(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := svc.Join(ctx, "arena", key(3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Receivers note the action.submitted events they get (the joins may
+	// or may not reach them, depending on when the feed is read).
+	serve := func(answer string) (*httptest.Server, chan string) {
+		ch := make(chan string, 20)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body struct {
+				Event   string
+				Payload struct{ AWNID string } `json:"payload"`
+			}
+			raw, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(raw, &body)
+			if body.Event != world.ActionSubmitted {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			ch <- body.Payload.AWNID
+			if answer != "" {
+				_, _ = io.WriteString(w, answer)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(srv.Close)
+		return srv, ch
+	}
+	srvA, gotA := serve(`{"action":"wave","params":{"to":"everyone"}}`)
+	srvB, gotB := serve("")
+	hooks := webhook.NewStore(st)
+	if _, err := hooks.Set(ctx, "arena", a.AWNID, srvA.URL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hooks.Set(ctx, "arena", b.AWNID, srvB.URL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SubmitAction(ctx, "arena", b.AWNID, "wave", nil); err != nil {
+		t.Fatal(err)
+	}
+	next := func(ch chan string) string {
+		t.Helper()
+		select {
+		case s := <-ch:
+			return s
+		case <-time.After(2 * time.Second):
+			t.Fatal("no delivery within 2 s")
+			return ""
+		}
+	}
+	for _, ch := range []chan string{gotA, gotB} {
+		if by := []string{next(ch), next(ch)}; by[0] != b.AWNID || by[1] != a.AWNID {
+			t.Fatalf("action.submitted by %v, want B's then A's", by)
+		}
+	}
+	select {
+	case s := <-gotB:
+		t.Fatalf("B got another action.submitted by %s (forwarded twice?)", s)
+	case <-time.After(500 * time.Millisecond):
+	}
+	evs, err := svc.Events(ctx, "arena", b.AWNID, "", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var by []string
+	for _, e := range evs {
+		if e.Type == world.ActionSubmitted {
+			var d struct{ AWNID, Action string }
+			_ = json.Unmarshal(e.Data, &d)
+			by = append(by, d.AWNID+" "+d.Action)
+		}
+	}
+	if len(by) != 2 || by[0] != b.AWNID+" wave" || by[1] != a.AWNID+" wave" {
+		t.Fatalf("the world's action.submitted events: %v", by)
+	}
+}
+
+// TestWebhookRoutesThroughHarness: the four member routes behind the
+// gateway, signed as a member: PUT shows a secret once, the next event is
+// delivered signed with it (the official Standard Webhooks library
+// verifies it), GET shows the stats, replay answers a count, DELETE
+// removes it; a non-member is refused 401 NOT_JOINED.
+func TestWebhookRoutesThroughHarness(t *testing.T) {
+	st := memory.New(memory.WithFeedConsumers(harness.StreamConsumers(nil)...))
+	defer st.Close()
+	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st,
+		NewTicker: func(time.Duration) cloud.Ticker { return make(chanTicker) }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	svc := world.New(st)
+	priv := func(n byte) ed25519.PrivateKey { return ed25519.NewKeyFromSeed(append(make([]byte, 31), n)) }
+	if _, _, err := svc.PutWorld(ctx, world.Manifest{ID: "arena"}, priv(1).Public().(ed25519.PublicKey)); err != nil {
+		t.Fatal(err)
+	}
+	member, _, err := svc.Join(ctx, "arena", priv(2).Public().(ed25519.PublicKey), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(key ed25519.PrivateKey, method, path, body string) (int, map[string]any) {
+		t.Helper()
+		r := httptest.NewRequest(method, "http://127.0.0.1:8080"+path, strings.NewReader(body))
+		if body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		s, err := auth.NewSigner(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sign(r); err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var out map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &out)
+		return w.Code, out
+	}
+	hits := make(chan hitT, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hits <- hitT{r.Header.Clone(), b}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+
+	code, out := call(priv(2), "PUT", "/v0/worlds/arena/webhook", `{"url":"`+srv.URL+`/hook"}`)
+	data, _ := out["data"].(map[string]any)
+	secret, _ := data["secret"].(string)
+	if code != 200 || !strings.HasPrefix(secret, "whsec_") || data["url"] != srv.URL+"/hook" {
+		t.Fatalf("PUT: %d %v", code, out)
+	}
+	if code, out := call(priv(9), "PUT", "/v0/worlds/arena/webhook", `{"url":"`+srv.URL+`"}`); code != 401 || !strings.Contains(fmt.Sprint(out), "NOT_JOINED") {
+		t.Fatalf("a stranger's PUT: %d %v", code, out)
+	}
+	if _, err := svc.SubmitAction(ctx, "arena", member.AWNID, "wave", nil); err != nil {
+		t.Fatal(err)
+	}
+	var g hitT
+	for {
+		select {
+		case g = <-hits:
+		case <-time.After(2 * time.Second):
+			t.Fatal("no delivery within 2 s")
+		}
+		if strings.Contains(string(g.body), `"event":"action.submitted"`) {
+			break
+		}
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(g.body, g.header); err != nil {
+		t.Fatalf("the official library refuses the delivery: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		code, out := call(priv(2), "GET", "/v0/worlds/arena/webhook", "")
+		data, _ := out["data"].(map[string]any)
+		stats, _ := data["stats"].(map[string]any)
+		if code != 200 || strings.Contains(fmt.Sprint(out), "whsec_") {
+			t.Fatalf("GET: %d %v", code, out)
+		}
+		if stats["delivered"] == float64(1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET stats: %v", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, out := call(priv(2), "POST", "/v0/worlds/arena/webhook/replay", `{"since":"2026-01-01T00:00:00Z"}`); code != 200 || fmt.Sprint(out["data"]) != "map[replayed:0]" {
+		t.Fatalf("replay: %d %v", code, out)
+	}
+	if code, _ := call(priv(2), "DELETE", "/v0/worlds/arena/webhook", ""); code != 200 {
+		t.Fatalf("DELETE: %d", code)
+	}
+	if code, out := call(priv(2), "GET", "/v0/worlds/arena/webhook", ""); code != 404 {
+		t.Fatalf("GET after DELETE: %d %v", code, out)
+	}
+}
+
+type hitT struct {
+	header http.Header
+	body   []byte
+}

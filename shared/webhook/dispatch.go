@@ -1,0 +1,462 @@
+package webhook
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/webhook/delivery"
+	"github.com/a2awire/a2awire/shared/world"
+)
+
+// ActionSubmitter forwards a receiver's answer as its agent's action, with
+// the validation and event of POST /actions (world.Service satisfies it).
+type ActionSubmitter interface {
+	SubmitAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error)
+}
+
+// DefaultWorkers bounds the attempts one invocation makes at once.
+const DefaultWorkers = 128
+
+// ProbeTimeout bounds a ping probe: a webhook that answers 2xx within it
+// is reachable.
+const ProbeTimeout = 2 * time.Second
+
+// RetryBatch is how many due retries a shard's Query returns per pass.
+const RetryBatch = 100
+
+// Config are a Dispatcher's dependencies.
+type Config struct {
+	// Store is the table.
+	Store store.Store
+	// Client makes the attempts: egress.NewClient (cloud mode in Lambda,
+	// loopback and http allowed by the harness). Nil means cloud mode.
+	Client *http.Client
+	// NetworkKey signs v1a; nil sends v1 only.
+	NetworkKey ed25519.PrivateKey
+	// Actions forwards receivers' actions; nil drops them (logged).
+	Actions ActionSubmitter
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Jitter returns a number in [-1, 1] scaling a retry wait's jitter;
+	// nil means uniformly random.
+	Jitter func() float64
+	// Workers bounds concurrent attempts; 0 means DefaultWorkers.
+	Workers int
+	// Log receives what no caller can act on: attempts' stats that could
+	// not be written, refused forwarded actions.
+	Log *slog.Logger
+}
+
+// Dispatcher delivers events to webhooks: the first attempt from the
+// change feed (HandleStream), retries from the schedule (RunRetries), and
+// ping probes (Probe).
+type Dispatcher struct {
+	store   *Store
+	client  *http.Client
+	key     ed25519.PrivateKey
+	actions ActionSubmitter
+	now     func() time.Time
+	jitter  func() float64
+	workers int
+	log     *slog.Logger
+	ids     *world.IDs
+}
+
+// NewDispatcher returns a Dispatcher over c.
+func NewDispatcher(c Config) (*Dispatcher, error) {
+	if c.Store == nil {
+		return nil, errors.New("webhook: dispatcher needs a store")
+	}
+	if c.NetworkKey != nil && len(c.NetworkKey) != ed25519.PrivateKeySize {
+		return nil, errors.New("webhook: the network key is not an Ed25519 private key")
+	}
+	d := &Dispatcher{client: c.Client, key: c.NetworkKey, actions: c.Actions, now: c.Now, jitter: c.Jitter,
+		workers: c.Workers, log: c.Log, ids: world.NewIDs()}
+	if d.client == nil {
+		d.client = egress.NewClient(egress.Options{Timeout: delivery.AttemptTimeout})
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.jitter == nil {
+		d.jitter = func() float64 { return rand.Float64()*2 - 1 }
+	}
+	if d.workers <= 0 {
+		d.workers = DefaultWorkers
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	d.store = NewStore(c.Store, WithClock(d.now))
+	return d, nil
+}
+
+// Store is the webhook domain the dispatcher works on.
+func (d *Dispatcher) Store() *Store { return d.store }
+
+// job is one attempt for the pool; record is the index of the stream
+// record it came from (-1 for retries).
+type job struct {
+	record  int
+	p       Pending
+	hook    Webhook
+	isRetry bool
+}
+
+// HandleStream is the stream trigger's handler: every INSERT of an event
+// item is delivered to its recipients' webhooks, concurrently through the
+// bounded pool. Other records — the webhook's own items, stats, members —
+// are skipped, so deliveries never feed themselves. A record is reported
+// in batchItemFailures only when its deliveries could not be scheduled
+// (recipients unreadable, a failed attempt's retry not written); a failed
+// attempt that is scheduled for retry is a success here.
+func (d *Dispatcher) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	var jobs []job
+	failed := map[int]bool{}
+	for i, rec := range ev.Records {
+		if rec.EventName != store.EventInsert {
+			continue
+		}
+		it, err := store.FromStreamImage(rec.Change.NewImage)
+		if err != nil || !world.IsEvent(it) {
+			continue
+		}
+		e, err := world.DecodeEvent(it)
+		if err != nil {
+			// Retrying cannot mend a malformed item; say so and move on.
+			d.log.ErrorContext(ctx, "webhook: undeliverable event item", "seq", rec.Change.SequenceNumber, "err", err)
+			continue
+		}
+		hooks, err := d.recipients(ctx, e)
+		if err != nil {
+			d.log.ErrorContext(ctx, "webhook: recipients", "world", e.World, "event", e.ID, "err", err)
+			failed[i] = true
+			continue
+		}
+		for _, h := range hooks {
+			jobs = append(jobs, job{record: i, p: Pending{Event: e, Recipient: h.AWNID}, hook: h})
+		}
+	}
+	for i, err := range d.run(ctx, jobs) {
+		if err != nil {
+			d.log.ErrorContext(ctx, "webhook: delivery not scheduled", "world", jobs[i].p.Event.World, "event", jobs[i].p.Event.ID,
+				"recipient", jobs[i].p.Recipient, "err", err)
+			failed[jobs[i].record] = true
+		}
+	}
+	var resp events.DynamoDBEventResponse
+	for i, rec := range ev.Records {
+		if failed[i] {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.Change.SequenceNumber})
+		}
+	}
+	return resp, nil
+}
+
+// Dispatch delivers events to their recipients (the stream handler's work
+// without the records; tests and benchmarks call it) and returns the first
+// error of a delivery that could not be scheduled.
+func (d *Dispatcher) Dispatch(ctx context.Context, evs ...world.Event) error {
+	var jobs []job
+	for _, e := range evs {
+		hooks, err := d.recipients(ctx, e)
+		if err != nil {
+			return err
+		}
+		for _, h := range hooks {
+			jobs = append(jobs, job{p: Pending{Event: e, Recipient: h.AWNID}, hook: h})
+		}
+	}
+	return errors.Join(d.run(ctx, jobs)...)
+}
+
+// recipients are the enabled webhooks that may see e: the recipient's
+// alone for a private event (one Get), every member's otherwise (one
+// Query of the world's webhooks).
+func (d *Dispatcher) recipients(ctx context.Context, e world.Event) ([]Webhook, error) {
+	if e.Type == world.PingProbe {
+		return nil, nil
+	}
+	if e.Visibility == world.Private {
+		h, err := d.store.Get(ctx, e.World, e.Recipient)
+		if apierror.KindOf(err) == apierror.NotFound {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !h.Enabled {
+			return nil, nil
+		}
+		return []Webhook{h}, nil
+	}
+	hooks, err := d.store.Enabled(ctx, e.World)
+	if err != nil {
+		return nil, err
+	}
+	var out []Webhook
+	for _, h := range hooks {
+		if e.VisibleTo(h.AWNID) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// run works jobs through at most d.workers goroutines and returns each
+// job's error (nil when it was delivered or its retry scheduled).
+func (d *Dispatcher) run(ctx context.Context, jobs []job) []error {
+	errs := make([]error, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(d.workers, len(jobs)) {
+		wg.Go(func() {
+			for i := range next {
+				if dl, ok := ctx.Deadline(); ok && time.Until(dl) < startBudget {
+					errs[i] = d.postpone(ctx, jobs[i])
+					continue
+				}
+				errs[i] = d.attempt(ctx, jobs[i])
+			}
+		})
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
+}
+
+// startBudget is the time left before the invocation's deadline under
+// which a job is no longer attempted: an attempt's 5 s and its writes.
+const startBudget = delivery.AttemptTimeout + 2*time.Second
+
+// postpone hands a job the invocation has no time left for to the retry
+// schedule, due now and with no attempt counted: a first attempt becomes a
+// retry item, a claimed retry stays claimed and comes due again when its
+// lease ends.
+func (d *Dispatcher) postpone(ctx context.Context, j job) error {
+	if j.isRetry {
+		return nil
+	}
+	p := j.p
+	p.Due = d.now()
+	// The deadline is near but not passed: the write gets what is left.
+	return d.store.schedule(context.WithoutCancel(ctx), p)
+}
+
+// attempt makes one attempt of j and records what it leads to: stats,
+// the forwarded action, the next retry or the dead letter, a disabled
+// webhook on 410.
+func (d *Dispatcher) attempt(ctx context.Context, j job) error {
+	p, h := j.p, j.hook
+	r := delivery.Deliver(ctx, d.client, h.URL, delivery.Delivery{
+		WorldID: p.Event.World, EventID: p.Event.ID, Type: p.Event.Type, Payload: p.Event.Data,
+		Timestamp: p.Event.CreatedAt, SignedAt: d.now(),
+	}, h.Secret, d.key)
+	attempts := p.Attempts + 1
+	if r.OK() {
+		d.recordStats(ctx, h, outcome{delivered: true})
+		d.forward(ctx, p, r.Action)
+		if j.isRetry {
+			return d.store.settle(ctx, p, nil, false, "")
+		}
+		return nil
+	}
+	why := describe(r)
+	if r.Gone {
+		d.recordStats(ctx, h, outcome{failed: true, deadLettered: true, gone: true, err: why})
+		p.Attempts = attempts
+		if j.isRetry {
+			return d.store.settle(ctx, p, nil, true, why)
+		}
+		return d.store.deadLetter(ctx, p, why)
+	}
+	wait, ok := NextWait(attempts, d.jitter(), r.RetryAfter)
+	if !ok {
+		d.recordStats(ctx, h, outcome{failed: true, deadLettered: true, err: why})
+		p.Attempts = attempts
+		return d.store.settle(ctx, p, nil, true, why)
+	}
+	d.recordStats(ctx, h, outcome{failed: true, err: why})
+	n := Pending{Event: p.Event, Recipient: p.Recipient, Attempts: attempts, Due: d.now().Add(wait)}
+	if j.isRetry {
+		return d.store.settle(ctx, p, &n, false, "")
+	}
+	return d.store.schedule(ctx, n)
+}
+
+// recordStats writes an outcome; a failure there loses a count, not a
+// delivery, so it is logged rather than retried.
+func (d *Dispatcher) recordStats(ctx context.Context, h Webhook, o outcome) {
+	if err := d.store.record(ctx, h.World, h.AWNID, h.URL, o); err != nil {
+		d.log.ErrorContext(ctx, "webhook: stats not recorded", "world", h.World, "recipient", h.AWNID, "err", err)
+	}
+}
+
+// forward submits a receiver's action as its agent's. An answer to the
+// agent's own action.submitted is not forwarded: a receiver that answers
+// every event with an action would otherwise feed itself for ever.
+func (d *Dispatcher) forward(ctx context.Context, p Pending, a *delivery.Action) {
+	if a == nil {
+		return
+	}
+	if p.Event.Type == world.ActionSubmitted {
+		var by struct {
+			AWNID string `json:"awnId"`
+		}
+		if json.Unmarshal(p.Event.Data, &by) == nil && by.AWNID == p.Recipient {
+			d.log.InfoContext(ctx, "webhook: action answering the agent's own action not forwarded", "world", p.Event.World, "recipient", p.Recipient)
+			return
+		}
+	}
+	if d.actions == nil {
+		d.log.WarnContext(ctx, "webhook: no action forwarder; action dropped", "world", p.Event.World, "recipient", p.Recipient)
+		return
+	}
+	if _, err := d.actions.SubmitAction(ctx, p.Event.World, p.Recipient, a.Action, a.Params); err != nil {
+		d.log.WarnContext(ctx, "webhook: forwarded action refused", "world", p.Event.World, "recipient", p.Recipient,
+			"action", a.Action, "err", err)
+	}
+}
+
+// describe is the lastError text of a failed attempt: what the webhook's
+// owner can act on, without the network's internals.
+func describe(r delivery.Result) string {
+	var se *delivery.StatusError
+	switch {
+	case errors.As(r.Err, &se):
+		return fmt.Sprintf("the receiver answered %d", se.Status)
+	case errors.Is(r.Err, egress.ErrBlocked):
+		return "the URL resolves to an address webhooks may not reach"
+	case errors.Is(r.Err, context.DeadlineExceeded) || isTimeout(r.Err):
+		return fmt.Sprintf("no answer within %s", delivery.AttemptTimeout)
+	default:
+		return "could not connect to the receiver"
+	}
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// RetryReport says what one RunRetries did.
+type RetryReport struct {
+	// Due is how many retries were due; Sent how many this run attempted
+	// (the rest were claimed by another worker or dropped).
+	Due, Sent int
+}
+
+// RunRetries works the retries due now: claimed one by one (so concurrent
+// runs never send one twice), attempted through the pool, then deleted,
+// re-scheduled or dead-lettered. A retry whose webhook was removed is
+// dropped; one whose webhook is disabled is dead-lettered. It makes passes
+// until a pass finds fewer than a full page due or ctx is within 10 s of
+// its deadline.
+func (d *Dispatcher) RunRetries(ctx context.Context) (RetryReport, error) {
+	var rep RetryReport
+	for {
+		due, err := d.store.Due(ctx, d.now(), RetryBatch)
+		if err != nil {
+			return rep, err
+		}
+		rep.Due += len(due)
+		var jobs []job
+		var errs []error
+		for _, p := range due {
+			ok, err := d.store.claim(ctx, &p, d.now())
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !ok {
+				continue
+			}
+			h, err := d.store.Get(ctx, p.Event.World, p.Recipient)
+			switch {
+			case apierror.KindOf(err) == apierror.NotFound:
+				errs = append(errs, d.store.settle(ctx, p, nil, false, ""))
+			case err != nil:
+				errs = append(errs, err)
+			case !h.Enabled:
+				d.recordStats(ctx, h, outcome{deadLettered: true})
+				errs = append(errs, d.store.settle(ctx, p, nil, true, "the webhook is disabled"))
+			default:
+				jobs = append(jobs, job{record: -1, p: p, hook: h, isRetry: true})
+			}
+		}
+		rep.Sent += len(jobs)
+		errs = append(errs, d.run(ctx, jobs)...)
+		if err := errors.Join(errs...); err != nil {
+			return rep, err
+		}
+		full := len(due) >= RetryBatch
+		if dl, ok := ctx.Deadline(); !full || (ok && time.Until(dl) < 10*time.Second) {
+			return rep, nil
+		}
+	}
+}
+
+// Probe is the live ping probe: a signed ping event POSTed to target's
+// webhook in world, reachable when it answers 2xx within ProbeTimeout;
+// latency is that round trip. No webhook, or a disabled one, is not
+// reachable (false, 0, nil); err is a store failure only. A probe keeps
+// no stats and forwards no action.
+func (d *Dispatcher) Probe(ctx context.Context, worldID, target string) (bool, time.Duration, error) {
+	h, err := d.store.Get(ctx, worldID, target)
+	if apierror.KindOf(err) == apierror.NotFound {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	if !h.Enabled {
+		return false, 0, nil
+	}
+	now := d.now()
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	r := delivery.Deliver(ctx, d.client, h.URL, delivery.Delivery{
+		WorldID: worldID, EventID: d.ids.New(now), Type: world.PingProbe, Payload: json.RawMessage(`{}`),
+		Timestamp: now, SignedAt: now,
+	}, h.Secret, d.key)
+	if !r.OK() || r.Latency > ProbeTimeout {
+		return false, 0, nil
+	}
+	return true, r.Latency, nil
+}
+
+// NetworkKeyEnv is the variable the dispatcher's and the retry function's
+// mains read the network's signing key from: the standard base64 of its
+// 32-byte Ed25519 seed. The deploy fills it from a secret (a dynamic
+// reference resolved at deploy time), so no SDK call slows a cold start
+// and the key is in no source file.
+const NetworkKeyEnv = "NETWORK_SIGNING_KEY"
+
+// ParseNetworkKey reads a NetworkKeyEnv value; "" is no key (v1 only).
+func ParseNetworkKey(s string) (ed25519.PrivateKey, error) {
+	if s == "" {
+		return nil, nil
+	}
+	seed, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("webhook: %s is not the standard base64 of a %d-byte Ed25519 seed", NetworkKeyEnv, ed25519.SeedSize)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}

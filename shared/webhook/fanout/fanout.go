@@ -1,0 +1,157 @@
+// Package fanout measures webhook fan-out for the benchmarks: it starts n
+// receivers on 127.0.0.1, registers each as a member's webhook of one
+// world, commits public events and times each delivery from the event's
+// commit to its arrival. Whatever delivers — the harness's dispatcher on
+// the change feed, or a Dispatcher called directly — is the caller's
+// choice (Options.Deliver), so the same figure can be taken through the
+// Lambda entry and without it.
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/world"
+)
+
+// Options are one measurement's settings.
+type Options struct {
+	// Store is the table the webhooks and events are written to.
+	Store store.Store
+	// World is the world the receivers join; "" means "fanout".
+	World string
+	// Receivers is how many webhooks; 0 means 100.
+	Receivers int
+	// Events is how many events are sent, one after the other, each
+	// awaited by every receiver; 0 means 1.
+	Events int
+	// Deliver, when set, is called with each committed event (e.g. a
+	// Dispatcher's Dispatch). Nil means something already consumes the
+	// table's change feed (the harness's webhook-dispatcher).
+	Deliver func(context.Context, ...world.Event) error
+	// Timeout bounds the wait for one event's deliveries; 0 means 10 s.
+	Timeout time.Duration
+}
+
+// Result is what a measurement saw.
+type Result struct {
+	// Deliveries is how many arrived (Receivers × Events when all did).
+	Deliveries int
+	// Latencies are commit → arrival, one per delivery, sorted.
+	Latencies     []time.Duration
+	P50, P99, Max time.Duration
+	// PerSecond is Deliveries over the time from the first commit to the
+	// last arrival.
+	PerSecond float64
+}
+
+// Run measures fan-out with o.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if o.Store == nil {
+		return Result{}, errors.New("fanout: no store")
+	}
+	if o.World == "" {
+		o.World = "fanout"
+	}
+	if o.Receivers <= 0 {
+		o.Receivers = 100
+	}
+	if o.Events <= 0 {
+		o.Events = 1
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	type arrival struct {
+		eventID string
+		at      time.Time
+	}
+	arrivals := make(chan arrival, o.Receivers*o.Events)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrivals <- arrival{r.Header.Get("webhook-id"), time.Now()}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	hooks := webhook.NewStore(o.Store)
+	var servers []*http.Server
+	var wg sync.WaitGroup
+	defer func() {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+		wg.Wait()
+	}()
+	for i := range o.Receivers {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return Result{}, fmt.Errorf("fanout: receiver %d: %w", i, err)
+		}
+		s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, s)
+		wg.Go(func() { _ = s.Serve(ln) })
+		if _, err := hooks.Set(ctx, o.World, fmt.Sprintf("aw:fanout-%04d", i), "http://"+ln.Addr().String()+"/"); err != nil {
+			return Result{}, fmt.Errorf("fanout: webhook %d: %w", i, err)
+		}
+	}
+	ids := world.NewIDs()
+	var res Result
+	var first, last time.Time
+	for range o.Events {
+		e, err := ids.NewEvent(o.World, world.PresenceChanged, world.Public, "", map[string]any{"bench": true}, time.Now())
+		if err != nil {
+			return res, err
+		}
+		start := time.Now()
+		if first.IsZero() {
+			first = start
+		}
+		if _, err := o.Store.Write(ctx, world.EventPut(e)); err != nil {
+			return res, fmt.Errorf("fanout: event: %w", err)
+		}
+		if o.Deliver != nil {
+			if err := o.Deliver(ctx, e); err != nil {
+				return res, fmt.Errorf("fanout: deliver: %w", err)
+			}
+		}
+		timeout := time.NewTimer(o.Timeout)
+		for got := 0; got < o.Receivers; {
+			select {
+			case a := <-arrivals:
+				if a.eventID != e.ID {
+					continue
+				}
+				got++
+				res.Deliveries++
+				res.Latencies = append(res.Latencies, a.at.Sub(start))
+				last = a.at
+			case <-timeout.C:
+				return finish(res, first, last), fmt.Errorf("fanout: %d of %d deliveries of event %s within %v", got, o.Receivers, e.ID, o.Timeout)
+			case <-ctx.Done():
+				timeout.Stop()
+				return finish(res, first, last), ctx.Err()
+			}
+		}
+		timeout.Stop()
+	}
+	return finish(res, first, last), nil
+}
+
+func finish(r Result, first, last time.Time) Result {
+	slices.Sort(r.Latencies)
+	if n := len(r.Latencies); n > 0 {
+		r.P50 = r.Latencies[n/2]
+		r.P99 = r.Latencies[min(n-1, (n*99+99)/100-1)]
+		r.Max = r.Latencies[n-1]
+	}
+	if el := last.Sub(first); el > 0 {
+		r.PerSecond = float64(r.Deliveries) / el.Seconds()
+	}
+	return r
+}
