@@ -23,6 +23,7 @@ import (
 
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -49,6 +50,7 @@ type coldTarget struct {
 	env       []string
 	fn        routes.Function
 	bootstrap string
+	cfnURL    string // where a custom resource answers CloudFormation
 }
 
 // coldSample is one cold start.
@@ -112,7 +114,7 @@ func coldStart(ctx context.Context, rie string, t coldTarget) (coldSample, error
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	payload, err := json.Marshal(firstEvent(t))
+	payload, err := firstPayload(t)
 	if err != nil {
 		return coldSample{}, err
 	}
@@ -126,8 +128,15 @@ func coldStart(ctx context.Context, rie string, t coldTarget) (coldSample, error
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	first := time.Since(start)
-	var v2 events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal(raw, &v2); err != nil || resp.StatusCode != 200 || v2.StatusCode >= 500 {
+	// The emulator answers 200 with {"errorMessage": …} when the function
+	// itself failed; an HTTP function's answer must not be a 5xx. Other
+	// handlers may answer any JSON (registry-seed: a string).
+	var answer struct {
+		events.APIGatewayV2HTTPResponse
+		ErrorMessage string `json:"errorMessage"`
+	}
+	if !json.Valid(raw) || bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) && json.Unmarshal(raw, &answer) != nil ||
+		resp.StatusCode != 200 || answer.StatusCode >= 500 || answer.ErrorMessage != "" {
 		return coldSample{}, fmt.Errorf("invoke answered %d %s\n%s", resp.StatusCode, raw, out.String())
 	}
 	for {
@@ -140,6 +149,29 @@ func coldStart(ctx context.Context, rie string, t coldTarget) (coldSample, error
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// firstPayload is the first invocation's payload: for a function with a
+// non-HTTP trigger, the event that trigger sends (an empty stream batch, a
+// scheduled event), else firstEvent.
+func firstPayload(t coldTarget) ([]byte, error) {
+	if t.name == "registry-seed" {
+		// A CloudFormation custom resource: a Delete (a no-op for it)
+		// answered to a local stand-in for the pre-signed response URL.
+		return json.Marshal(cfn.Event{RequestType: cfn.RequestDelete, RequestID: "bench", ResponseURL: t.cfnURL,
+			ResourceType: "Custom::FixtureRegistrations", LogicalResourceID: "FixtureRegistrations", PhysicalResourceID: "bench",
+			StackID: "arn:aws:cloudformation:us-east-1:000000000000:stack/bench/1"})
+	}
+	for _, tr := range t.fn.Triggers {
+		switch tr.Kind {
+		case routes.StreamTrigger:
+			return json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{}})
+		case routes.ScheduleTrigger:
+			return json.Marshal(events.EventBridgeEvent{Version: "0", ID: "bench", DetailType: "Scheduled Event", Source: "aws.events",
+				AccountID: "000000000000", Time: time.Now().UTC(), Region: "us-east-1", Detail: json.RawMessage(`{}`)})
+		}
+	}
+	return json.Marshal(firstEvent(t))
 }
 
 // firstEvent is a real request for the function: the fixture's own
@@ -203,10 +235,13 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, ta
 	var rows []Row
 	targets := []coldTarget{{name: helloName, pkg: "./cmd/a2awire-bench/hello", fn: routes.Function{Name: "hello"}},
 		{name: helloDynamoName, pkg: "./cmd/a2awire-bench/hello-dynamodb", fn: routes.Function{Name: "hello-dynamodb"}, env: tableEnv}}
+	// Stands in for CloudFormation's response URL (registry-seed).
+	cfnSink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	defer cfnSink.Close()
 	for _, f := range functions {
 		// Every function gets the table's variables, as the deploy gives
 		// TABLE_NAME to those that use it; the others ignore them.
-		t := coldTarget{name: f, pkg: "./functions/" + f, fn: routes.Config(f), env: tableEnv}
+		t := coldTarget{name: f, pkg: "./functions/" + f, fn: routes.Config(f), env: tableEnv, cfnURL: cfnSink.URL + "/cfn"}
 		targets = append(targets, t)
 	}
 	for i := range targets {
@@ -296,16 +331,16 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, ta
 }
 
 // sizesID is the binary sizes row's id, after every cold-start row.
-const sizesID = "3z"
+const sizesID = "3sz"
 
 // coldID is the id of the i-th cold-start row: 3a (the baseline), 3b, …
-// 3y, then 3.25, 3.26, … should there ever be more than 24 functions, so
-// no row takes the sizes row's 3z.
+// 3z, then 3a2 … 3z2, 3a3 …: one letter and a round, so no row takes the
+// sizes row's 3sz.
 func coldID(i int) string {
-	if i < 25 {
+	if i < 26 {
 		return fmt.Sprintf("3%c", 'a'+i)
 	}
-	return fmt.Sprintf("3.%d", i)
+	return fmt.Sprintf("3%c%d", 'a'+i%26, i/26+1)
 }
 
 // spread is the smallest and largest of the samples' picked durations,

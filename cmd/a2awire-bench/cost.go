@@ -30,7 +30,7 @@ type costStep struct {
 // through the whole a2awire-ledger handler (provider kit, idempotency
 // guard, ledger) on DynamoDB Local, from the capacity meter; then the
 // registry's (4e, 4f) and the world functions' (4g–4l) through their
-// Lambda entries, and webhook delivery (4m) once it exists.
+// Lambda entries, and webhook delivery (4m) through the dispatcher's.
 func costRows(ctx context.Context, server *dynamolocal.Server, table string) []Row {
 	method := "a2awire-ledger's handler (provider kit + idempotency guard + ledger) on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = README cost table"
 	steps := []costStep{
@@ -75,7 +75,7 @@ func costRows(ctx context.Context, server *dynamolocal.Server, table string) []R
 	}
 	rows = append(rows, registryRows(ctx, server, table)...)
 	rows = append(rows, worldRows(ctx, server, table)...)
-	rows = append(rows, Row{ID: "4m", Name: "DynamoDB cost: webhook delivery", Result: "—", Target: "not written yet (issue 12)", Status: NotBuilt})
+	rows = append(rows, webhookCostRow(ctx, server, table))
 	return rows
 }
 
