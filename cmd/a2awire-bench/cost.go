@@ -28,8 +28,9 @@ type costStep struct {
 
 // costRows is row 4: DynamoDB calls and consumed units per operation,
 // through the whole a2awire-ledger handler (provider kit, idempotency
-// guard, ledger) on DynamoDB Local, from the capacity meter; then the rows
-// of operations not built yet, with their written targets.
+// guard, ledger) on DynamoDB Local, from the capacity meter; then the
+// registry's (4e, 4f) and the world functions' (4g–4l) through their
+// Lambda entries, and webhook delivery (4m) through the dispatcher's.
 func costRows(ctx context.Context, server *dynamolocal.Server, table string) []Row {
 	method := "a2awire-ledger's handler (provider kit + idempotency guard + ledger) on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = README cost table"
 	steps := []costStep{
@@ -73,17 +74,8 @@ func costRows(ctx context.Context, server *dynamolocal.Server, table string) []R
 		rows = append(rows, row)
 	}
 	rows = append(rows, registryRows(ctx, server, table)...)
-	for _, nb := range []struct{ id, name, target string }{
-		{"4g", "world join", "documented in the README cost table (issue 11)"},
-		{"4h", "world send", "1 write request (a transaction at most) (issue 11)"},
-		{"4i", "world read N ≤ 100 messages", "1 Query + 1 write request (issue 11)"},
-		{"4j", "world agents list", "documented in the README cost table (issue 11)"},
-		{"4k", "world event poll", "documented in the README cost table (issue 11)"},
-		{"4l", "rate-limit check", "1 conditional UpdateItem, no read (issue 11)"},
-		{"4m", "webhook delivery", "not written yet (issue 12)"},
-	} {
-		rows = append(rows, Row{ID: nb.id, Name: "DynamoDB cost: " + nb.name, Result: "—", Target: nb.target, Status: NotBuilt})
-	}
+	rows = append(rows, worldRows(ctx, server, table)...)
+	rows = append(rows, webhookCostRow(ctx, server, table))
 	return rows
 }
 

@@ -1,6 +1,7 @@
 // Command a2awire-bench is `make bench`'s driver: it measures the harness
-// path, cold starts, DynamoDB cost per operation and memory against
-// baselines measured in the same run, reads the Go benchmarks' output (the
+// path, cold starts, DynamoDB cost per operation, memory and webhook
+// fan-out, against baselines measured in the same run where there is one;
+// reads the Go benchmarks' output (the
 // protocol kit and signing rows, which `make bench` runs first so they do
 // not compete with the load generator), prints one table and writes
 // bench/results.json (and results.md, the same table for the README).
@@ -39,6 +40,7 @@ func main() {
 type config struct {
 	out, gobench, rie, local string
 	conns, rounds, cold      int
+	fanoutEvents             int
 	round                    time.Duration
 	requests                 int64
 	only, cpuprofile         string
@@ -56,9 +58,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.rounds, "rounds", 12, "interleaved rounds per server in the harness row")
 	fs.DurationVar(&c.round, "round", time.Second, "duration of one round")
 	fs.IntVar(&c.cold, "cold", 5, "cold starts per function")
+	fs.IntVar(&c.fanoutEvents, "fanout-events", 5, "events in the webhook fan-out row, each delivered to 100 receivers")
 	fs.Int64Var(&c.requests, "requests", 100_000, "requests before the second memory reading")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the harness row (load generator and both servers) to this file")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,memory,cold,cost,go); default all")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout); default all")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var rows []Row
 	if want("harness") {
-		progress("1/5 harness path vs bare net/http (%d × %v interleaved rounds each)...", c.rounds, c.round)
+		progress("1/6 harness path vs bare net/http (%d × %v interleaved rounds each)...", c.rounds, c.round)
 		stop, err := startProfile(c.cpuprofile)
 		if err != nil {
 			return err
@@ -79,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stop()
 	}
 	if want("go") {
-		progress("2/5 reading the Go benchmarks from %s...", c.gobench)
+		progress("2/6 reading the Go benchmarks from %s...", c.gobench)
 		raw, err := os.ReadFile(c.gobench)
 		if err != nil {
 			rows = append(rows, failed(Row{ID: "2", Name: "Go benchmarks"}, fmt.Errorf("%w (make bench runs them first)", err)))
@@ -114,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		progress("3/5 cold starts: %d functions and the trivial Lambda, %d each under the emulator...", len(functions), c.cold)
+		progress("3/6 cold starts: %d functions and the two trivial Lambdas, %d each under the emulator...", len(functions), c.cold)
 		env := []string{"TABLE_NAME=" + table, "AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
 			"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
 		out, err := filepath.Abs(filepath.Join(c.out, "cold"))
@@ -124,15 +127,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		rows = append(rows, coldRows(ctx, ".", rie, out, functions, env, c.cold)...)
 	}
 	if want("cost") {
-		progress("4/5 DynamoDB cost per operation on DynamoDB Local...")
+		progress("4/6 DynamoDB cost per operation on DynamoDB Local...")
 		rows = append(rows, costRows(ctx, server, table)...)
 	}
 	if want("memory") {
-		progress("5/5 memory of %s idle and after %d requests...", c.local, c.requests)
+		progress("5/6 memory of %s idle and after %d requests...", c.local, c.requests)
 		rows = append(rows, memoryRows(ctx, c.local, c.conns, c.requests)...)
 	}
-	rows = append(rows, Row{ID: "7", Name: "webhook fan-out: deliveries/s to 100 loopback receivers, p99 event → delivery",
-		Result: "—", Target: "not written yet (issue 12)", Status: NotBuilt})
+	if want("fanout") {
+		progress("6/6 webhook fan-out: 100 loopback receivers in one world, %d events...", c.fanoutEvents)
+		rows = append(rows, fanoutRow(ctx, c.fanoutEvents))
+	}
 
 	rep := Report{Machine: machine(), Started: started.UTC().Format(time.RFC3339), Elapsed: time.Since(started).Round(time.Second).String(), Rows: rows}
 	if err := WriteTable(stdout, rep); err != nil {

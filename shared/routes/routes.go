@@ -295,16 +295,16 @@ func cloneEnv(m map[string]string) map[string]string {
 // path parameters by name.
 func Match(method, path string) (Route, map[string]string, bool) {
 	segs := split(path)
-	var (
-		best       Route
-		bestParams map[string]string
-		bestScore  = -1
-	)
-	for _, r := range table {
+	best, bestScore := -1, -1
+	// Every request of the gateway (and of a function's access layer)
+	// comes through here, so the candidates are scored on the table's
+	// pre-split patterns without allocating; only the winner's parameters
+	// are collected.
+	for i, r := range table {
 		if r.Method != "ANY" && r.Method != method {
 			continue
 		}
-		params, score, ok := matchSegments(split(r.Path), segs)
+		score, ok := scoreSegments(tablePatterns[i], segs)
 		if !ok {
 			continue
 		}
@@ -313,11 +313,24 @@ func Match(method, path string) (Route, map[string]string, bool) {
 			score++
 		}
 		if score > bestScore {
-			best, bestParams, bestScore = r, params, score
+			best, bestScore = i, score
 		}
 	}
-	return best, bestParams, bestScore >= 0
+	if best < 0 {
+		return Route{}, nil, false
+	}
+	return table[best], bindSegments(tablePatterns[best], segs), true
 }
+
+// tablePatterns are the table's paths split into segments, index for
+// index, computed once.
+var tablePatterns = func() [][]string {
+	out := make([][]string, len(table))
+	for i, r := range table {
+		out[i] = split(r.Path)
+	}
+	return out
+}()
 
 // MatchPattern reports whether a path pattern matches path, with its
 // parameters and a specificity score: the higher score wins when several
@@ -328,36 +341,69 @@ func MatchPattern(pattern, path string) (map[string]string, int, bool) {
 }
 
 func matchSegments(pattern, segs []string) (map[string]string, int, bool) {
-	params := map[string]string{}
+	score, ok := scoreSegments(pattern, segs)
+	if !ok {
+		return nil, 0, false
+	}
+	return bindSegments(pattern, segs), score, true
+}
+
+// greedyName is the name of a greedy parameter segment ("{rest+}" → rest).
+func greedyName(p string) (string, bool) {
+	name, ok := strings.CutSuffix(strings.TrimPrefix(p, "{"), "+}")
+	return name, ok && strings.HasPrefix(p, "{")
+}
+
+// isParam reports whether p is a parameter segment ("{id}").
+func isParam(p string) bool { return strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") }
+
+// scoreSegments reports whether pattern matches segs and how specifically,
+// without allocating.
+func scoreSegments(pattern, segs []string) (int, bool) {
 	score := 0
 	for i, p := range pattern {
-		if name, ok := strings.CutSuffix(strings.TrimPrefix(p, "{"), "+}"); ok && strings.HasPrefix(p, "{") {
+		if _, ok := greedyName(p); ok {
 			if i == len(pattern)-1 && len(segs) > i {
-				params[name] = strings.Join(segs[i:], "/")
-				return params, score, true
+				return score, true
 			}
-			return nil, 0, false
+			return 0, false
 		}
 		if i >= len(segs) {
-			return nil, 0, false
+			return 0, false
 		}
-		if strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") {
+		if isParam(p) {
 			if segs[i] == "" {
-				return nil, 0, false
+				return 0, false
 			}
-			params[p[1:len(p)-1]] = segs[i]
 			score += 1
 			continue
 		}
 		if p != segs[i] {
-			return nil, 0, false
+			return 0, false
 		}
 		score += 1 << 10
 	}
 	if len(segs) != len(pattern) {
-		return nil, 0, false
+		return 0, false
 	}
-	return params, score, true
+	return score, true
+}
+
+// bindSegments collects the parameters of a pattern that matches segs
+// (scoreSegments said so); a pattern without parameters gives an empty,
+// non-nil map.
+func bindSegments(pattern, segs []string) map[string]string {
+	params := map[string]string{}
+	for i, p := range pattern {
+		if name, ok := greedyName(p); ok {
+			params[name] = strings.Join(segs[i:], "/")
+			break
+		}
+		if isParam(p) {
+			params[p[1:len(p)-1]] = segs[i]
+		}
+	}
+	return params
 }
 
 func split(path string) []string {

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
+	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/webhook/fanout"
+	"github.com/a2awire/a2awire/shared/world"
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// loopbackClient is the dispatcher's HTTP client as the local harness
+// builds it: the egress rules with 127.0.0.1 and http allowed, since the
+// measured receivers listen there.
+func loopbackClient() *http.Client {
+	return egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true})
+}
+
+// networkKey is a fixed network signing key, so deliveries carry v1a as
+// they do when NETWORK_SIGNING_KEY is set.
+func networkKey() ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{41}, ed25519.SeedSize))
+}
+
+// webhookCostRow is row 4m: the DynamoDB calls of delivering one event,
+// through the webhook-dispatcher's Lambda entry (the stream batch as JSON,
+// as Lambda hands it over) on DynamoDB Local: a private event to its one
+// recipient, and a public event to 5 webhooks that all answer 204.
+func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table string) Row {
+	row := Row{ID: "4m", Name: "DynamoDB cost: webhook delivery (webhook-dispatcher; private event; public event to 5 webhooks)",
+		Method: "one stream record (the event's INSERT, built by store.ChangeRecord) as JSON through the webhook-dispatcher's Lambda entry (cloud.NewEntry over dispatcher.New, network key set, loopback receivers answering 204) on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = the README's webhook cost table",
+		Target: "private: 1 GetItem + 1 UpdateItem (stats); public to N: 1 Query + N UpdateItem (stats), + 1 PutItem per failed attempt (none here)"}
+	m := capacity.New()
+	st := dynamo.New(server.Client(m.Option()), table)
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: loopbackClient(), NetworkKey: networkKey(), Actions: world.New(st), Log: logging.Discard()})
+	if err != nil {
+		return failed(row, err)
+	}
+	cfg := routes.Config(dispatcher.Function)
+	entry := cloud.NewEntry(dispatcher.Function, dispatcher.New(d), time.Duration(max(cfg.TimeoutSeconds, 3))*time.Second)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer receiver.Close()
+	const w = "bench-hooks"
+	hooks := webhook.NewStore(st)
+	for i := range 5 {
+		if _, err := hooks.Set(ctx, w, fmt.Sprintf("aw:bench-hook-%d", i), receiver.URL+"/"); err != nil {
+			return failed(row, fmt.Errorf("webhook %d: %w", i, err))
+		}
+	}
+	ids := world.NewIDs()
+	seq := uint64(0)
+	deliver := func(vis world.Visibility, recipient string) (capacity.Report, error) {
+		e, err := ids.NewEvent(w, world.PresenceChanged, vis, recipient, map[string]any{"bench": true}, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		put := world.EventPut(e)
+		if _, err := st.Write(ctx, put); err != nil {
+			return nil, fmt.Errorf("event: %w", err)
+		}
+		it := maps.Clone(put.Item)
+		it[store.AttrPK], it[store.AttrSK] = store.S(put.Key.PK), store.S(put.Key.SK)
+		seq++
+		rec, _ := store.ChangeRecord("arn:aws:dynamodb:local:000000000000:table/"+table+"/stream/bench", seq, time.Now().Unix(), nil, it)
+		payload, err := json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+		if err != nil {
+			return nil, err
+		}
+		m.Reset()
+		out, err := entry.Invoke(ctx, payload)
+		if err != nil {
+			return nil, fmt.Errorf("webhook-dispatcher: %w", err)
+		}
+		var resp struct {
+			BatchItemFailures []any `json:"batchItemFailures"`
+		}
+		if err := json.Unmarshal(out, &resp); err == nil && len(resp.BatchItemFailures) > 0 {
+			return nil, fmt.Errorf("webhook-dispatcher reported failures: %s", out)
+		}
+		return m.Take(), nil
+	}
+	private, err := deliver(world.Private, "aw:bench-hook-0")
+	if err != nil {
+		return failed(row, err)
+	}
+	public, err := deliver(world.Public, "")
+	if err != nil {
+		return failed(row, err)
+	}
+	privBudget := budget{calls: map[string]int{"GetItem": 1, "UpdateItem": 1}}
+	pubBudget := budget{calls: map[string]int{"Query": 1, "UpdateItem": 5}}
+	pt, ut := private.Total(), public.Total()
+	row.Result = fmt.Sprintf("private: %s; %g read + %g write units; public to 5: %s; %g read + %g write units",
+		callsString(private.Calls()), pt.ReadUnits, pt.WriteUnits, callsString(public.Calls()), ut.ReadUnits, ut.WriteUnits)
+	row.Values = map[string]float64{"private_calls": float64(pt.Calls), "public5_calls": float64(ut.Calls),
+		"private_write_units": pt.WriteUnits, "public5_read_units": ut.ReadUnits, "public5_write_units": ut.WriteUnits}
+	row.Status = within(privBudget.allows(private.Calls()) && pubBudget.allows(public.Calls()))
+	return row
+}
+
+// fanoutRow is row 7: 100 webhooks on 127.0.0.1 in one world, events
+// committed one after another on the memory engine (the store `make local`
+// runs), delivered by the webhook-dispatcher's Lambda entry driven from
+// the engine's change feed with the route table's trigger, as the harness
+// drives it; each delivery timed from the event's commit to its arrival.
+func fanoutRow(ctx context.Context, events int) Row {
+	row := Row{ID: "7", Name: "webhook fan-out: deliveries/s to 100 loopback receivers in one world, p99 event → delivery",
+		Target: "reported (no written target)", Status: Info,
+		Method: fmt.Sprintf("shared/webhook/fanout: 100 receivers on 127.0.0.1, %d public events committed one after another on the memory engine, each awaited by all; delivered by the webhook-dispatcher's Lambda entry driven from the engine's change feed with its route-table trigger (cloud.Stream, as make local runs it); latency = commit → arrival; deliveries/s = deliveries ÷ first commit → last arrival", events)}
+	st := memory.New()
+	defer st.Close()
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: loopbackClient(), NetworkKey: networkKey(), Actions: world.New(st), Log: logging.Discard()})
+	if err != nil {
+		return failed(row, err)
+	}
+	cfg := routes.Config(dispatcher.Function)
+	if len(cfg.Triggers) == 0 {
+		return failed(row, fmt.Errorf("%s has no stream trigger in the route table", dispatcher.Function))
+	}
+	s := &cloud.Stream{Entry: cloud.NewEntry(dispatcher.Function, dispatcher.New(d), time.Duration(max(cfg.TimeoutSeconds, 3))*time.Second),
+		Feed: st, Trigger: cfg.Triggers[0], Log: logging.Discard()}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = s.Run(sctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	r, err := fanout.Run(ctx, fanout.Options{Store: st, Receivers: 100, Events: events, Timeout: 30 * time.Second})
+	if err != nil {
+		return failed(row, err)
+	}
+	row.Result = fmt.Sprintf("%.0f deliveries/s; p50 %s, p99 %s, max %s (%d deliveries)", r.PerSecond, msString(r.P50), msString(r.P99), msString(r.Max), r.Deliveries)
+	row.Values = map[string]float64{"deliveries_per_second": r.PerSecond, "p50_ms": ms(r.P50), "p99_ms": ms(r.P99), "max_ms": ms(r.Max), "deliveries": float64(r.Deliveries)}
+	return row
+}
+
+// msString renders d in milliseconds with two decimals.
+func msString(d time.Duration) string { return fmt.Sprintf("%.2f ms", ms(d)) }
