@@ -35,6 +35,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/bolt"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamostream"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -221,7 +222,7 @@ func openStore(ctx context.Context, cfg config, out io.Writer, consumers []strin
 		if err := dynamo.CreateTable(ctx, client, cfg.table); err != nil {
 			return opened{}, fmt.Errorf("create table %s at %s: %w (is DynamoDB Local running there? make dynamodb-local starts it)", cfg.table, cfg.dynamoEndpoint, err)
 		}
-		feed, err := dynamo.NewStreamFeed(ctx, dynamo.LocalStreamsClient(cfg.dynamoEndpoint), client, cfg.table, dynamo.WithFeedConsumers(consumers...))
+		feed, err := dynamostream.NewFeed(ctx, dynamostream.LocalClient(cfg.dynamoEndpoint), client, cfg.table, dynamostream.WithFeedConsumers(consumers...))
 		if err != nil {
 			return opened{}, err
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamostream"
 	"github.com/a2awire/a2awire/shared/store/storetest"
 )
 
@@ -27,7 +28,7 @@ func TestConformance(t *testing.T) {
 func TestFeedConformance(t *testing.T) {
 	storetest.RunFeed(t, func(t *testing.T) (store.Store, store.Feed) {
 		client, table := dynamolocal.NewTable(t, local)
-		feed, err := dynamo.NewStreamFeed(t.Context(), dynamo.LocalStreamsClient(local.Endpoint()), client, table)
+		feed, err := dynamostream.NewFeed(t.Context(), dynamostream.LocalClient(local.Endpoint()), client, table)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,6 +45,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamostream"
 )
 
 // JarEnv overrides where DynamoDBLocal.jar is (its directory must also hold
@@ -181,9 +182,9 @@ func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 }
 
 // StreamsClient returns a new DynamoDB Streams client for the server (see
-// dynamo.LocalStreamsClient), for dynamo.NewStreamFeed.
+// dynamostream.LocalClient), for dynamostream.NewFeed.
 func (s *Server) StreamsClient(optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
-	return dynamo.LocalStreamsClient(s.endpoint, optFns...)
+	return dynamostream.LocalClient(s.endpoint, optFns...)
 }
 
 // Stop kills the server and waits for it to exit. It is safe to call more

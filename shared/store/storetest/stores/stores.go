@@ -20,6 +20,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store/bolt"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamostream"
 	"github.com/a2awire/a2awire/shared/store/memory"
 )
 
@@ -86,7 +87,7 @@ func Dynamo(local *dynamolocal.Server) Engine {
 		},
 		OpenFeed: func(t *testing.T) (store.Store, store.Feed) {
 			client, table := dynamolocal.NewTable(t, local)
-			feed, err := dynamo.NewStreamFeed(t.Context(), dynamo.LocalStreamsClient(local.Endpoint()), client, table)
+			feed, err := dynamostream.NewFeed(t.Context(), dynamostream.LocalClient(local.Endpoint()), client, table)
 			if err != nil {
 				t.Fatal(err)
 			}

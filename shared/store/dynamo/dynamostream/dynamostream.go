@@ -1,4 +1,10 @@
-package dynamo
+// Package dynamostream reads a table's DynamoDB Stream as a store.Feed, the
+// way Lambda's event source mapping does, for the local harness on DynamoDB
+// Local (and usable against AWS). It is its own package so that the Lambda
+// functions, which never read the stream themselves (Lambda delivers it),
+// do not link the DynamoDB Streams client and pay its package
+// initialization at every cold start.
+package dynamostream
 
 import (
 	"context"
@@ -19,10 +25,10 @@ import (
 	"github.com/a2awire/a2awire/shared/store"
 )
 
-// LocalStreamsClient returns a DynamoDB Streams client for a local endpoint
+// LocalClient returns a DynamoDB Streams client for a local endpoint
 // (DynamoDB Local serves both APIs on one port), with the same fixed dummy
 // credentials and region as LocalClient.
-func LocalStreamsClient(endpoint string, optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
+func LocalClient(endpoint string, optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
 	return dynamodbstreams.New(dynamodbstreams.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
@@ -30,7 +36,7 @@ func LocalStreamsClient(endpoint string, optFns ...func(*dynamodbstreams.Options
 	}, optFns...)
 }
 
-// StreamFeed is a store.Feed over a table's DynamoDB Stream: what Lambda's
+// Feed is a store.Feed over a table's DynamoDB Stream: what Lambda's
 // event source mapping does, in-process, for the local harness with
 // -dynamodb-endpoint (and usable against AWS).
 //
@@ -50,7 +56,7 @@ func LocalStreamsClient(endpoint string, optFns ...func(*dynamodbstreams.Options
 // interval (200 ms by default; DynamoDB Streams allows 5 GetRecords per
 // second per shard, Lambda polls 4 times a second), and not while 10,000
 // records wait that some consumer has not committed.
-type StreamFeed struct {
+type Feed struct {
 	streams      *dynamodbstreams.Client
 	arn          string
 	pollEvery    time.Duration
@@ -95,12 +101,12 @@ type shard struct {
 	empty bool
 }
 
-var _ store.Feed = (*StreamFeed)(nil)
+var _ store.Feed = (*Feed)(nil)
 
-// FeedOption configures a StreamFeed.
-type FeedOption func(*feedConfig)
+// Option configures a Feed.
+type Option func(*config)
 
-type feedConfig struct {
+type config struct {
 	consumers    []string
 	trimHorizon  bool
 	pollEvery    time.Duration
@@ -110,24 +116,24 @@ type feedConfig struct {
 
 // FromTrimHorizon starts the feed at the oldest record the stream holds
 // (24 hours on AWS) instead of at LATEST.
-func FromTrimHorizon() FeedOption { return func(c *feedConfig) { c.trimHorizon = true } }
+func FromTrimHorizon() Option { return func(c *config) { c.trimHorizon = true } }
 
 // WithFeedConsumers names the feed's consumers (the stream-triggered
 // functions): a record is dropped as soon as all of them, and every other
 // consumer that has read the feed, have committed it.
-func WithFeedConsumers(names ...string) FeedOption {
-	return func(c *feedConfig) { c.consumers = append(c.consumers, names...) }
+func WithFeedConsumers(names ...string) Option {
+	return func(c *config) { c.consumers = append(c.consumers, names...) }
 }
 
 // WithPollInterval sets the least time between two polls of the stream.
-func WithPollInterval(d time.Duration) FeedOption { return func(c *feedConfig) { c.pollEvery = d } }
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.pollEvery = d } }
 
-// NewStreamFeed opens the stream of table (found with DescribeTable on db)
+// NewFeed opens the stream of table (found with DescribeTable on db)
 // and fixes its start: LATEST of every open shard, taken now, so every
-// change committed after NewStreamFeed returns is delivered (FromTrimHorizon
+// change committed after NewFeed returns is delivered (FromTrimHorizon
 // for the whole stream).
-func NewStreamFeed(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, opts ...FeedOption) (*StreamFeed, error) {
-	cfg := feedConfig{pollEvery: 200 * time.Millisecond, refreshEvery: 10 * time.Second, maxBuffered: 10000}
+func NewFeed(ctx context.Context, streams *dynamodbstreams.Client, db *dynamodb.Client, table string, opts ...Option) (*Feed, error) {
+	cfg := config{pollEvery: 200 * time.Millisecond, refreshEvery: 10 * time.Second, maxBuffered: 10000}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -139,7 +145,7 @@ func NewStreamFeed(ctx context.Context, streams *dynamodbstreams.Client, db *dyn
 		out.Table.StreamSpecification == nil || !aws.ToBool(out.Table.StreamSpecification.StreamEnabled) {
 		return nil, fmt.Errorf("dynamo: table %s has no stream enabled", table)
 	}
-	f := &StreamFeed{
+	f := &Feed{
 		streams:      streams,
 		arn:          aws.ToString(out.Table.LatestStreamArn),
 		pollEvery:    cfg.pollEvery,
@@ -167,14 +173,14 @@ func NewStreamFeed(ctx context.Context, streams *dynamodbstreams.Client, db *dyn
 }
 
 // ARN is the stream's ARN (the records' eventSourceARN).
-func (f *StreamFeed) ARN() string { return f.arn }
+func (f *Feed) ARN() string { return f.arn }
 
 // listShards adds shards not known yet. At construction (initial) shards
 // start at start, and with LATEST a closed shard holds only older records
 // and is skipped; LATEST iterators are taken at once so that the start is
 // now, not the first poll. Shards found later are new, read from their
 // beginning.
-func (f *StreamFeed) listShards(ctx context.Context, start types.ShardIteratorType, initial bool) error {
+func (f *Feed) listShards(ctx context.Context, start types.ShardIteratorType, initial bool) error {
 	var from *string
 	for {
 		out, err := f.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{
@@ -216,7 +222,7 @@ func (f *StreamFeed) listShards(ctx context.Context, start types.ShardIteratorTy
 
 // startLatest takes sh's LATEST iterator and notes whether the shard holds
 // any record yet (one GetRecords of one record from the trim horizon).
-func (f *StreamFeed) startLatest(ctx context.Context, sh *shard) error {
+func (f *Feed) startLatest(ctx context.Context, sh *shard) error {
 	th, err := f.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
 		StreamArn: aws.String(f.arn), ShardId: aws.String(sh.id), ShardIteratorType: types.ShardIteratorTypeTrimHorizon,
 	})
@@ -235,7 +241,7 @@ func (f *StreamFeed) startLatest(ctx context.Context, sh *shard) error {
 
 // acquire gets a shard iterator: after the last record read, or at the
 // shard's start.
-func (f *StreamFeed) acquire(ctx context.Context, sh *shard) error {
+func (f *Feed) acquire(ctx context.Context, sh *shard) error {
 	in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(f.arn), ShardId: aws.String(sh.id), ShardIteratorType: sh.start}
 	if sh.lastSeq != "" {
 		in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(sh.lastSeq)
@@ -253,7 +259,7 @@ func (f *StreamFeed) acquire(ctx context.Context, sh *shard) error {
 
 // Read returns up to max records after consumer's committed position,
 // polling the stream while there are none, until ctx ends.
-func (f *StreamFeed) Read(ctx context.Context, consumer string, max int) ([]events.DynamoDBEventRecord, error) {
+func (f *Feed) Read(ctx context.Context, consumer string, max int) ([]events.DynamoDBEventRecord, error) {
 	if consumer == "" || max <= 0 {
 		return nil, fmt.Errorf("dynamo: feed read of %d records by %q: %w", max, consumer, store.ErrInvalid)
 	}
@@ -291,7 +297,7 @@ func (f *StreamFeed) Read(ctx context.Context, consumer string, max int) ([]even
 // Commit marks consumer's records up to and including seq as consumed. A
 // seq the consumer has already passed is a no-op; one the feed never read
 // is an error wrapping store.ErrInvalid.
-func (f *StreamFeed) Commit(_ context.Context, consumer, seq string) error {
+func (f *Feed) Commit(_ context.Context, consumer, seq string) error {
 	n, ok := new(big.Int).SetString(seq, 10)
 	if consumer == "" || !ok {
 		return fmt.Errorf("dynamo: feed commit of %q by %q: %w", seq, consumer, store.ErrInvalid)
@@ -317,7 +323,7 @@ func (f *StreamFeed) Commit(_ context.Context, consumer, seq string) error {
 
 // position returns consumer's next record, registering a new consumer at
 // the oldest record held. Callers hold mu.
-func (f *StreamFeed) position(consumer string) int64 {
+func (f *Feed) position(consumer string) int64 {
 	pos, ok := f.consumers[consumer]
 	if !ok || pos < f.base {
 		pos = max(pos, f.base)
@@ -328,7 +334,7 @@ func (f *StreamFeed) position(consumer string) int64 {
 
 // trim drops records past the retention and, when the consumers were
 // named, the records every consumer has committed. Callers hold mu.
-func (f *StreamFeed) trim(now time.Time) {
+func (f *Feed) trim(now time.Time) {
 	upTo := f.base
 	if f.declared {
 		upTo = f.base + int64(len(f.log))
@@ -348,7 +354,7 @@ func (f *StreamFeed) trim(now time.Time) {
 
 // pending is how many held records some consumer has not committed (all
 // of them while no consumer has come). Callers hold mu.
-func (f *StreamFeed) pending() int {
+func (f *Feed) pending() int {
 	end := f.base + int64(len(f.log))
 	low := f.base
 	if len(f.consumers) > 0 {
@@ -363,7 +369,7 @@ func (f *StreamFeed) pending() int {
 // poll reads every readable shard once and appends what it finds. Only one
 // poll runs at a time; a caller that finds another polling (or a poll that
 // just ran) returns and waits for the result instead.
-func (f *StreamFeed) poll(ctx context.Context) error {
+func (f *Feed) poll(ctx context.Context) error {
 	select {
 	case f.poller <- struct{}{}:
 	case <-ctx.Done():
@@ -407,7 +413,7 @@ func (f *StreamFeed) poll(ctx context.Context) error {
 // readShards makes one GetRecords per readable shard. Errors that a later
 // poll may not meet (throttling, an expired iterator) are absorbed; the
 // records read before an error are kept.
-func (f *StreamFeed) readShards(ctx context.Context) ([]events.DynamoDBEventRecord, error) {
+func (f *Feed) readShards(ctx context.Context) ([]events.DynamoDBEventRecord, error) {
 	if f.refresh || time.Since(f.lastRefresh) >= f.refreshEvery {
 		if err := f.listShards(ctx, types.ShardIteratorTypeTrimHorizon, false); err != nil {
 			return nil, err
@@ -432,7 +438,7 @@ func (f *StreamFeed) readShards(ctx context.Context) ([]events.DynamoDBEventReco
 	return found, nil
 }
 
-func (f *StreamFeed) readShard(ctx context.Context, sh *shard) ([]events.DynamoDBEventRecord, error) {
+func (f *Feed) readShard(ctx context.Context, sh *shard) ([]events.DynamoDBEventRecord, error) {
 	for try := 0; ; try++ {
 		if sh.iter == nil {
 			if err := f.acquire(ctx, sh); err != nil {
@@ -486,7 +492,7 @@ func (f *StreamFeed) readShard(ctx context.Context, sh *shard) ([]events.DynamoD
 }
 
 // convert turns an SDK stream record into the record Lambda delivers.
-func (f *StreamFeed) convert(r types.Record) (events.DynamoDBEventRecord, error) {
+func (f *Feed) convert(r types.Record) (events.DynamoDBEventRecord, error) {
 	rec := events.DynamoDBEventRecord{
 		AWSRegion:      aws.ToString(r.AwsRegion),
 		EventID:        aws.ToString(r.EventID),

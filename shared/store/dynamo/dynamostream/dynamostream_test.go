@@ -1,4 +1,4 @@
-package dynamo_test
+package dynamostream_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/a2awire/a2awire/shared/store"
-	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamostream"
 )
 
 // change is what the feed must carry for one committed write of one key.
@@ -28,13 +28,13 @@ type change struct {
 // committed changes, once, in commit order per key, with the images Get
 // returned before and after, in the shape Lambda delivers.
 func TestStreamFeed(t *testing.T) {
-	s, _, client, table := newStore(t)
+	s, client, table := newStore(t)
 	ctx := context.Background()
 	a, b, c := store.Key{PK: "p", SK: "a"}, store.Key{PK: "p", SK: "b"}, store.Key{PK: "q", SK: "c"}
 	mustWrite(t, s, store.Put(store.Key{PK: "before", SK: "feed"}, nil)) // before the feed: not delivered
 
 	streams := local.StreamsClient()
-	feed, err := dynamo.NewStreamFeed(ctx, streams, client, table, dynamo.WithPollInterval(20*time.Millisecond))
+	feed, err := dynamostream.NewFeed(ctx, streams, client, table, dynamostream.WithPollInterval(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestStreamFeed(t *testing.T) {
 	}
 
 	// From the trim horizon, the write made before the first feed comes first.
-	all, err := dynamo.NewStreamFeed(ctx, streams, client, table, dynamo.FromTrimHorizon())
+	all, err := dynamostream.NewFeed(ctx, streams, client, table, dynamostream.FromTrimHorizon())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestStreamFeed(t *testing.T) {
 // TestStreamFeedNeedsAStream: a table without a stream is an error, not a
 // feed that never delivers.
 func TestStreamFeedNeedsAStream(t *testing.T) {
-	_, err := dynamo.NewStreamFeed(context.Background(), local.StreamsClient(), local.Client(), "no-such-table")
+	_, err := dynamostream.NewFeed(context.Background(), local.StreamsClient(), local.Client(), "no-such-table")
 	if err == nil {
 		t.Fatal("a feed on a missing table")
 	}
@@ -185,9 +185,9 @@ func TestStreamFeedNeedsAStream(t *testing.T) {
 // (DynamoDB Local numbers records across tables; see readShard).
 func TestStreamFeedOnAnEmptyTable(t *testing.T) {
 	ctx := context.Background()
-	s, _, client, table := newStore(t)
-	other, _, _, _ := newStore(t)
-	feed, err := dynamo.NewStreamFeed(ctx, local.StreamsClient(), client, table, dynamo.WithPollInterval(10*time.Millisecond))
+	s, client, table := newStore(t)
+	other, _, _ := newStore(t)
+	feed, err := dynamostream.NewFeed(ctx, local.StreamsClient(), client, table, dynamostream.WithPollInterval(10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,10 +206,10 @@ func TestStreamFeedOnAnEmptyTable(t *testing.T) {
 // with named consumers, records all of them committed are dropped.
 func TestStreamFeedConcurrentConsumers(t *testing.T) {
 	ctx := context.Background()
-	s, _, client, table := newStore(t)
+	s, client, table := newStore(t)
 	consumers := []string{"c1", "c2", "c3"}
-	feed, err := dynamo.NewStreamFeed(ctx, local.StreamsClient(), client, table,
-		dynamo.WithPollInterval(10*time.Millisecond), dynamo.WithFeedConsumers(consumers...))
+	feed, err := dynamostream.NewFeed(ctx, local.StreamsClient(), client, table,
+		dynamostream.WithPollInterval(10*time.Millisecond), dynamostream.WithFeedConsumers(consumers...))
 	if err != nil {
 		t.Fatal(err)
 	}
