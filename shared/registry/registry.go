@@ -68,7 +68,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -77,6 +76,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/ident"
 	"github.com/a2awire/a2awire/shared/store"
 )
 
@@ -132,10 +132,15 @@ const (
 	attrRev          = "rev"
 )
 
+// Shapes of names (package ident: no regular expression to compile at a
+// cold start); the tests hold each to its expression.
 var (
-	nameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)
-	capRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
-	keyIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+	// nameShape: ^[a-z0-9][a-z0-9-]{1,62}$.
+	nameShape = ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 2, Max: 63}
+	// capShape: ^[a-z0-9][a-z0-9-]{0,63}$.
+	capShape = ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 1, Max: 64}
+	// keyIDShape: ^[A-Za-z0-9_-]{43}$ (a base64url SHA-256 thumbprint).
+	keyIDShape = ident.Shape{First: ident.Of("A-Za-z0-9_-"), Rest: ident.Of("A-Za-z0-9_-"), Min: 43, Max: 43}
 )
 
 // Agent is a registered agent's profile.
@@ -445,7 +450,7 @@ func notFound(name string) *apierror.Error {
 
 // Get returns name's profile (1 strongly consistent Get), or NotFound.
 func (r *Registry) Get(ctx context.Context, name string) (Agent, error) {
-	if !nameRE.MatchString(name) {
+	if !nameShape.Match(name) {
 		return Agent{}, notFound(name) // no such name can be registered
 	}
 	a, _, err := r.read(ctx, name)
@@ -460,7 +465,7 @@ func (r *Registry) SetPresence(ctx context.Context, name string, key ed25519.Pub
 	if s != Online && s != Offline {
 		return Agent{}, apierror.New(apierror.Invalid, "status must be \"online\" or \"offline\", not %s", apierror.Quote(string(s)))
 	}
-	if !nameRE.MatchString(name) {
+	if !nameShape.Match(name) {
 		return Agent{}, notFound(name)
 	}
 	for range maxAttempts {
@@ -515,7 +520,7 @@ func (r *Registry) NameForKey(ctx context.Context, key ed25519.PublicKey) (strin
 
 func (r *Registry) key(ctx context.Context, keyID string) (ed25519.PublicKey, string, error) {
 	missing := apierror.New(apierror.NotFound, "no registered key has keyid %s", apierror.Quote(keyID))
-	if !keyIDRE.MatchString(keyID) {
+	if !keyIDShape.Match(keyID) {
 		return nil, "", missing
 	}
 	it, err := r.store.Get(ctx, KeyKey(keyID))
@@ -577,7 +582,7 @@ func (r *Registry) decodeCursor(f Filter, status string) (cursor, error) {
 // reading at most limit+1 items (status "any": up to 2 Queries, still at
 // most limit+1 items in all).
 func (r *Registry) Discover(ctx context.Context, f Filter) (Page, error) {
-	if f.Capability != "" && !capRE.MatchString(f.Capability) {
+	if f.Capability != "" && !capShape.Match(f.Capability) {
 		return Page{}, apierror.New(apierror.Invalid, "capability must be 1–64 characters of a-z, 0-9 and '-', starting with a letter or digit; got %s", apierror.Quote(f.Capability))
 	}
 	status := f.Status
@@ -616,7 +621,7 @@ func (r *Registry) Discover(ctx context.Context, f Filter) (Page, error) {
 				at = i
 			}
 		}
-		if at < 0 || (c.N != "" && !nameRE.MatchString(c.N)) {
+		if at < 0 || (c.N != "" && !nameShape.Match(c.N)) {
 			return Page{}, apierror.New(apierror.Invalid, "cursor is not one this listing returned; start again without it")
 		}
 		after = c.N
@@ -664,7 +669,7 @@ func (r *Registry) Discover(ctx context.Context, f Filter) (Page, error) {
 // validate checks a registration (DESIGN §5), naming the field in words.
 func (r *Registry) validate(a *Agent) error {
 	invalid := func(format string, args ...any) error { return apierror.New(apierror.Invalid, format, args...) }
-	if !nameRE.MatchString(a.Name) {
+	if !nameShape.Match(a.Name) {
 		return invalid("name must be 2–63 characters of a-z, 0-9 and '-', starting with a letter or digit; got %s", apierror.Quote(a.Name))
 	}
 	if !utf8.ValidString(a.Description) {
@@ -681,7 +686,7 @@ func (r *Registry) validate(a *Agent) error {
 	}
 	seen := make(map[string]bool, len(a.Capabilities))
 	for _, c := range a.Capabilities {
-		if !capRE.MatchString(c) {
+		if !capShape.Match(c) {
 			return invalid("each capability must be 1–64 characters of a-z, 0-9 and '-', starting with a letter or digit; got %s", apierror.Quote(c))
 		}
 		if seen[c] {

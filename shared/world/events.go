@@ -29,7 +29,7 @@ type submittedData struct {
 // Unknown world → NotFound. Cost: 1 GetItem (the manifest) and 1 PutItem
 // (the event).
 func (s *Service) SubmitAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error) {
-	if !actionNameRE.MatchString(action) {
+	if !actionNameShape.Match(action) {
 		return "", invalid("action must be 1–64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit; got %s", apierror.Quote(action))
 	}
 	if !validMember(world, awnID) {
@@ -81,7 +81,7 @@ func (s *Service) Append(ctx context.Context, e Event) error {
 	if _, err := ulid.ParseStrict(e.ID); err != nil {
 		return invalid("event id must be a ULID")
 	}
-	if !worldIDRE.MatchString(e.World) || e.Type == "" {
+	if !worldIDShape.Match(e.World) || e.Type == "" {
 		return invalid("an event needs a world and a type")
 	}
 	if len(e.Data) == 0 || !json.Valid(e.Data) || strings.TrimSpace(string(e.Data))[0] != '{' {

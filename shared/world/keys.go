@@ -53,6 +53,9 @@
 package world
 
 import (
+	"strings"
+
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
 )
 
@@ -120,8 +123,11 @@ func InboxPK(world, awnID string) string { return "INBOX#" + world + "#" + awnID
 // ValidID reports whether world is a well-formed world id. Domains that key
 // items by world ids (inbox, ratelimit) answer a malformed one without a
 // store call, so it never reaches the store as an oversized key.
-func ValidID(world string) bool { return worldIDRE.MatchString(world) }
+func ValidID(world string) bool { return worldIDShape.Match(world) }
 
 // ValidAWNID reports whether awnID is a well-formed awnId (aw:sha256: and
 // 64 lowercase hex digits); no other id can have joined a world.
-func ValidAWNID(awnID string) bool { return awnIDRE.MatchString(awnID) }
+func ValidAWNID(awnID string) bool {
+	hex, ok := strings.CutPrefix(awnID, auth.AWNIDPrefix)
+	return ok && awnIDHex.Match(hex)
+}

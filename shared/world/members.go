@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/ident"
 	"github.com/a2awire/a2awire/shared/store"
 )
 
@@ -77,15 +77,17 @@ func decodeMember(world string, it store.Item) (Member, error) {
 }
 
 var (
-	awnIDRE = regexp.MustCompile(`^` + auth.AWNIDPrefix + `[0-9a-f]{64}$`)
-	keyIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+	// awnIDHex: the 64 lowercase hex digits after auth.AWNIDPrefix.
+	awnIDHex = ident.Shape{First: ident.Of("0-9a-f"), Rest: ident.Of("0-9a-f"), Min: 64, Max: 64}
+	// keyIDShape: ^[A-Za-z0-9_-]{43}$ (a base64url SHA-256 thumbprint).
+	keyIDShape = ident.Shape{First: ident.Of("A-Za-z0-9_-"), Rest: ident.Of("A-Za-z0-9_-"), Min: 43, Max: 43}
 )
 
 // validMember reports whether world and awnID are well-formed, so that a
 // malformed one is answered as "not a member" without a store call (and
 // never reaches the store as an oversized key).
 func validMember(world, awnID string) bool {
-	return worldIDRE.MatchString(world) && awnIDRE.MatchString(awnID)
+	return worldIDShape.Match(world) && ValidAWNID(awnID)
 }
 
 // readMember returns awnID's membership, or an error wrapping
@@ -153,7 +155,7 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if err != nil {
 		return Member{}, false, err
 	}
-	if !worldIDRE.MatchString(world) {
+	if !worldIDShape.Match(world) {
 		return Member{}, false, worldNotFound(world)
 	}
 	awnID, keyID := auth.AWNID(pub), auth.KeyID(pub)
@@ -318,7 +320,7 @@ const membersEnd = "MEMBER$"
 // the manifest and the member items, so the world's existence costs no
 // extra call.
 func (s *Service) Members(ctx context.Context, world string) ([]Member, error) {
-	if !worldIDRE.MatchString(world) {
+	if !worldIDShape.Match(world) {
 		return nil, worldNotFound(world)
 	}
 	q := store.Query{PK: WorldPK(world), SK: store.SKBetween(manifestSK, membersEnd)}
@@ -370,7 +372,7 @@ func (s *Service) Member(ctx context.Context, world, awnID string) (Member, erro
 // of the member of world whose keyid is keyID (1 GetItem of MemberKeyKey).
 // No such member → an *apierror.Error of kind NotJoined.
 func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.PublicKey, string, error) {
-	if !keyIDRE.MatchString(keyID) || !worldIDRE.MatchString(world) {
+	if !keyIDShape.Match(keyID) || !worldIDShape.Match(world) {
 		return nil, "", notJoined(world)
 	}
 	it, err := s.store.Get(ctx, MemberKeyKey(world, keyID))

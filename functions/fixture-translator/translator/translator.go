@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/a2awire/a2awire/functions/fixture-translator/llm"
 	"github.com/a2awire/a2awire/functions/fixture-translator/phrasebook"
+	"github.com/a2awire/a2awire/shared/ident"
 	"github.com/a2awire/a2awire/shared/protocol"
 )
 
@@ -86,14 +86,37 @@ type Output struct {
 	TargetLang  string `json:"target_lang"`
 }
 
-// langTag accepts BCP 47-style tags such as "en", "pt-BR" or "zh-Hant".
-var langTag = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$`)
+// Classes of a language tag's subtags (package ident: no regular
+// expression to compile at a cold start).
+var (
+	langLetters  = ident.Of("A-Za-z")
+	langAlphanum = ident.Of("A-Za-z0-9")
+)
 
 // maxLangTag bounds a language tag (BCP 47's longest practical tags are 35
 // characters), so the tags error messages repeat stay short.
 const maxLangTag = 35
 
-func isLangTag(s string) bool { return len(s) <= maxLangTag && langTag.MatchString(s) }
+// isLangTag accepts BCP 47-style tags such as "en", "pt-BR" or "zh-Hant"
+// of at most maxLangTag bytes.
+func isLangTag(s string) bool { return len(s) <= maxLangTag && langTagShape(s) }
+
+// langTagShape is ^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$ written out, which
+// the tests hold it to.
+func langTagShape(s string) bool {
+	primary, rest, more := strings.Cut(s, "-")
+	if len(primary) < 2 || len(primary) > 3 || !langLetters.All(primary) {
+		return false
+	}
+	for more {
+		var sub string
+		sub, rest, more = strings.Cut(rest, "-")
+		if len(sub) < 1 || len(sub) > 8 || !langAlphanum.All(sub) {
+			return false
+		}
+	}
+	return true
+}
 
 func (t *translator) translate(ctx context.Context, in Input) (Output, error) {
 	if in.Text == nil {
