@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -143,12 +144,14 @@ func appendStrings(dst []byte, s []string) []byte { return appendStringList(dst,
 
 const hexDigits = "0123456789abcdef"
 
-// plainASCII marks the bytes json.Marshal copies as they are; read-only.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
+// plainHTML and plainText mark the bytes encoding/json copies as they are,
+// with HTML escaping (json.Marshal's default) and without; read-only.
+var plainHTML, plainText = func() (html, text [256]bool) {
 	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+		text[b] = b != '"' && b != '\\'
+		html[b] = text[b] && b != '<' && b != '>' && b != '&'
 	}
-	return t
+	return html, text
 }()
 
 // appendJSONString quotes s as json.Marshal does.
@@ -161,14 +164,18 @@ func appendJSONString(dst []byte, s string) []byte { return appendString(dst, s,
 // \ufffd.
 func appendString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
+	plain := &plainText
+	if html {
+		plain = &plainHTML
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
+		if plain[b] {
+			i++
+			continue
+		}
 		if b < utf8.RuneSelf {
-			if plainASCII[b] || (!html && (b == '<' || b == '>' || b == '&')) {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
@@ -226,6 +233,7 @@ func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 		return resp, false
 	}
 	var seen uint8
+	next := 0
 	if !p.consume('}') {
 		for {
 			key, ok := p.rawString()
@@ -233,7 +241,9 @@ func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 				return resp, false
 			}
 			var bit uint8
-			switch respFields.index(key) {
+			i := respFields.index(key, next)
+			next = i + 1
+			switch i {
 			case 0:
 				bit = 1
 				if !p.null() {
@@ -390,6 +400,16 @@ func (p *respParser) rawString() ([]byte, bool) {
 	return nil, false
 }
 
+// strStop marks the bytes str cannot copy as they are: the quote, the
+// backslash, control characters, and the non-ASCII bytes whose UTF-8 it
+// checks; read-only.
+var strStop = func() (t [256]bool) {
+	for b := range 256 {
+		t[b] = b == '"' || b == '\\' || b < 0x20 || b >= utf8.RuneSelf
+	}
+	return t
+}()
+
 // str takes a JSON string: valid UTF-8, the escapes of RFC 8259 except
 // surrogate pairs.
 func (p *respParser) str() (string, bool) {
@@ -402,6 +422,9 @@ func (p *respParser) str() (string, bool) {
 	ascii := true
 	for ; j < len(p.data); j++ {
 		c := p.data[j]
+		if !strStop[c] {
+			continue
+		}
 		if c == '"' {
 			break
 		}
@@ -411,9 +434,7 @@ func (p *respParser) str() (string, bool) {
 		if c < 0x20 {
 			return "", false
 		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
+		ascii = false
 	}
 	if j >= len(p.data) {
 		return "", false
@@ -425,51 +446,54 @@ func (p *respParser) str() (string, bool) {
 	return p.src[start:j], true
 }
 
-// escaped decodes a string with escapes whose contents start at start.
+// escaped decodes a string with escapes whose contents start at start,
+// into one allocation: the decoded text is never longer than its JSON
+// form, so the closing quote found first bounds it.
 func (p *respParser) escaped(start int) (string, bool) {
-	out := make([]byte, 0, 64)
-	j := start
-	for j < len(p.data) {
+	end := start
+	for end < len(p.data) && p.data[end] != '"' {
+		if p.data[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(p.data) {
+		return "", false
+	}
+	var out strings.Builder
+	out.Grow(end - start)
+	for j := start; j < end; {
 		c := p.data[j]
 		switch {
-		case c == '"':
-			if !utf8.Valid(out) {
-				return "", false
-			}
-			p.i = j + 1
-			return string(out), true
 		case c < 0x20:
 			return "", false
 		case c != '\\':
-			out = append(out, c)
+			out.WriteByte(c)
 			j++
 			continue
 		}
-		if j+1 >= len(p.data) {
-			return "", false
-		}
 		switch e := p.data[j+1]; e {
 		case '"', '\\', '/':
-			out = append(out, e)
+			out.WriteByte(e)
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
-			if j+6 > len(p.data) {
+			if j+6 > end {
 				return "", false
 			}
 			v, err := strconv.ParseUint(string(p.data[j+2:j+6]), 16, 16)
 			if err != nil || (v >= 0xD800 && v < 0xE000) {
 				return "", false
 			}
-			out = utf8.AppendRune(out, rune(v))
+			out.WriteRune(rune(v))
 			j += 6
 			continue
 		default:
@@ -477,7 +501,12 @@ func (p *respParser) escaped(start int) (string, bool) {
 		}
 		j += 2
 	}
-	return "", false
+	s := out.String()
+	if !utf8.ValidString(s) {
+		return "", false
+	}
+	p.i = end + 1
+	return s, true
 }
 
 func (p *respParser) strings() ([]string, bool) {
@@ -548,7 +577,7 @@ func (p *respParser) stringsMap() (map[string][]string, bool) {
 // fields reads an object whose keys are among names, each at most once
 // and spelled exactly so, calling value with the key's index to read its
 // value; null for the whole object is taken as no object at all.
-func (p *respParser) fields(names fieldNames, value func(i int) bool) bool {
+func (p *respParser) fields(names *fieldNames, value func(i int) bool) bool {
 	if p.null() {
 		return true
 	}
@@ -559,15 +588,17 @@ func (p *respParser) fields(names fieldNames, value func(i int) bool) bool {
 		return true
 	}
 	var seen uint64
+	next := 0
 	for {
 		key, ok := p.rawString()
 		if !ok || !p.consume(':') {
 			return false
 		}
-		i := names.index(key)
+		i := names.index(key, next)
 		if i < 0 || seen&(1<<i) != 0 {
 			return false
 		}
+		next = i + 1
 		seen |= 1 << i
 		if !value(i) {
 			return false
@@ -600,21 +631,33 @@ func (p *respParser) mapInto(dst *map[string]string) bool {
 	return ok
 }
 
-// fieldNames are an object's keys, in their struct's order; an index into
-// a map, not a scan of the list, since an event has dozens of keys.
-type fieldNames map[string]int
+// fieldNames are an object's keys, in their struct's order, which is the
+// order the gateway and lambda.NewHandler write them in: index looks for a
+// key from where the previous one was found, and only a key out of that
+// order costs a map lookup.
+type fieldNames struct {
+	list []string
+	at   map[string]int
+}
 
-func (f fieldNames) index(key []byte) int {
-	if i, ok := f[string(key)]; ok {
+// index returns key's position, or -1; next is the position after the
+// previous key's.
+func (f *fieldNames) index(key []byte, next int) int {
+	for i := next; i < len(f.list); i++ {
+		if f.list[i] == string(key) {
+			return i
+		}
+	}
+	if i, ok := f.at[string(key)]; ok {
 		return i
 	}
 	return -1
 }
 
-func names(keys ...string) fieldNames {
-	f := make(fieldNames, len(keys))
+func names(keys ...string) *fieldNames {
+	f := &fieldNames{list: keys, at: make(map[string]int, len(keys))}
 	for i, k := range keys {
-		f[k] = i
+		f.at[k] = i
 	}
 	return f
 }

@@ -195,7 +195,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
 	status = writeResponse(w, resp, respBody)
-	if _, err := w.Write(respBody); err != nil {
+	if err := respBody.write(w); err != nil {
 		// The client hung up mid-response: nothing is wrong with the
 		// function, and the status line is already sent.
 		return outcome{status: status, function: fn, clientGone: true}
@@ -504,35 +504,63 @@ func domainPrefix(host string) string {
 }
 
 // decodeResponse reads a function's JSON answer and its body.
-func decodeResponse(out []byte) (events.APIGatewayV2HTTPResponse, []byte, error) {
+func decodeResponse(out []byte) (events.APIGatewayV2HTTPResponse, responseBody, error) {
 	resp, ok := parseResponse(out)
 	if !ok {
 		resp = events.APIGatewayV2HTTPResponse{}
 		if err := json.Unmarshal(out, &resp); err != nil {
-			return resp, nil, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
+			return resp, responseBody{}, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
 		}
 	}
 	if resp.StatusCode != 0 && (resp.StatusCode < 100 || resp.StatusCode > 599) {
-		return resp, nil, fmt.Errorf("response status %d", resp.StatusCode)
+		return resp, responseBody{}, fmt.Errorf("response status %d", resp.StatusCode)
 	}
-	body := []byte(resp.Body)
-	if resp.IsBase64Encoded {
-		var err error
-		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
-			return resp, nil, fmt.Errorf("decode base64 body: %w", err)
-		}
+	if !resp.IsBase64Encoded {
+		return resp, responseBody{text: resp.Body}, nil
 	}
-	return resp, body, nil
+	bin, err := base64.StdEncoding.DecodeString(resp.Body)
+	if err != nil {
+		return resp, responseBody{}, fmt.Errorf("decode base64 body: %w", err)
+	}
+	return resp, responseBody{bin: bin, binary: true}, nil
+}
+
+// responseBody is the body a response carries: its text as the function
+// gave it (written as it is, without a []byte copy), or the bytes its
+// base64 decodes to.
+type responseBody struct {
+	text   string
+	bin    []byte
+	binary bool
+}
+
+func (b responseBody) len() int {
+	if b.binary {
+		return len(b.bin)
+	}
+	return len(b.text)
+}
+
+func (b responseBody) write(w io.Writer) error {
+	var err error
+	if b.binary {
+		_, err = w.Write(b.bin)
+	} else {
+		_, err = io.WriteString(w, b.text)
+	}
+	return err
 }
 
 // writeResponse writes the status line and headers of a Lambda response as
 // API Gateway would (single and multi-value headers, cookies as Set-Cookie)
 // and returns the status; the caller writes the body.
-func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, body []byte) int {
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, body responseBody) int {
 	h := w.Header()
-	for _, k := range slices.Sorted(maps.Keys(resp.MultiValueHeaders)) {
-		for _, v := range resp.MultiValueHeaders[k] {
-			h.Add(k, v)
+	if len(resp.MultiValueHeaders) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(resp.MultiValueHeaders)) {
+			for _, v := range resp.MultiValueHeaders[k] {
+				h.Add(k, v)
+			}
 		}
 	}
 	// h.Set(k, v) for each header, with the one-value lists carved from
@@ -547,7 +575,7 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, 
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Content-Length", strconv.Itoa(body.len()))
 	status := statusOf(resp)
 	w.WriteHeader(status)
 	return status
@@ -566,6 +594,5 @@ func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 		return err
 	}
 	writeResponse(w, resp, body)
-	_, err = w.Write(body)
-	return err
+	return body.write(w)
 }

@@ -233,6 +233,12 @@ func (f *failingWriter) Write([]byte) (int, error) {
 	return 0, errors.New("write tcp: broken pipe")
 }
 
+// WriteString fails as Write does: the embedded recorder's would succeed,
+// and the gateway writes a text body with io.WriteString.
+func (f *failingWriter) WriteString(string) (int, error) {
+	return 0, errors.New("write tcp: broken pipe")
+}
+
 func TestGatewayClientGoneIsNotA500(t *testing.T) {
 	var buf bytes.Buffer
 	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{}, logging.New(&buf, logging.JSON, slog.LevelInfo))
