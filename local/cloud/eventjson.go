@@ -23,7 +23,9 @@ import (
 // json.Marshal.
 func AppendEvent(dst []byte, e *events.APIGatewayV2HTTPRequest) ([]byte, error) {
 	if e.RequestContext.Authorizer != nil {
-		b, err := json.Marshal(e)
+		// A copy, so that e itself does not escape to the heap on the
+		// usual path.
+		b, err := json.Marshal(*e)
 		if err != nil {
 			return dst, err
 		}
@@ -226,9 +228,9 @@ func appendString(dst []byte, s string, html bool) []byte {
 // arrays or maps, numbers that are not plain integers, surrogate escapes,
 // invalid UTF-8 or invalid JSON — and the caller hands those to
 // json.Unmarshal, which decides them (and words the error).
-func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
+func parseResponse(data string) (events.APIGatewayV2HTTPResponse, bool) {
 	var resp events.APIGatewayV2HTTPResponse
-	p := newParser(data)
+	p := respParser{data: data}
 	if !p.consume('{') {
 		return resp, false
 	}
@@ -306,19 +308,16 @@ func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 	return resp, p.i == len(p.data)
 }
 
-// respParser is the cursor of parseResponse; every method skips leading
-// white space and reports false on input it does not take.
+// respParser is the cursor of parseResponse and parseEvent; every method
+// skips leading white space and reports false on input it does not take.
+// The input is a string so that a value without escapes is a substring of
+// it rather than a copy of its own: one allocation per payload instead of
+// one per value (the values keep the payload's few KB alive as long as
+// any of them lives).
 type respParser struct {
-	data []byte
+	data string
 	i    int
-	// src is data as one string: a value without escapes is a substring
-	// of it rather than a copy of its own, one allocation per payload
-	// instead of one per value (the values keep the payload's few KB
-	// alive as long as any of them lives).
-	src string
 }
-
-func newParser(data []byte) respParser { return respParser{data: data, src: string(data)} }
 
 func (p *respParser) space() {
 	for p.i < len(p.data) {
@@ -342,7 +341,7 @@ func (p *respParser) consume(c byte) bool {
 
 func (p *respParser) literal(s string) bool {
 	p.space()
-	if len(p.data)-p.i >= len(s) && string(p.data[p.i:p.i+len(s)]) == s {
+	if len(p.data)-p.i >= len(s) && p.data[p.i:p.i+len(s)] == s {
 		p.i += len(s)
 		return true
 	}
@@ -376,16 +375,15 @@ func (p *respParser) integer() (int, bool) {
 	if p.i < len(p.data) && (p.data[p.i] == '.' || p.data[p.i] == 'e' || p.data[p.i] == 'E') {
 		return 0, false
 	}
-	v, err := strconv.Atoi(string(p.data[start:p.i]))
+	v, err := strconv.Atoi(p.data[start:p.i])
 	return v, err == nil
 }
 
-// rawString returns a string's bytes when it has no escapes (object keys),
-// without a copy: fieldNames.index looks them up as they are.
-func (p *respParser) rawString() ([]byte, bool) {
+// rawString returns a string without escapes (object keys).
+func (p *respParser) rawString() (string, bool) {
 	p.space()
 	if p.i >= len(p.data) || p.data[p.i] != '"' {
-		return nil, false
+		return "", false
 	}
 	for j := p.i + 1; j < len(p.data); j++ {
 		switch c := p.data[j]; {
@@ -394,10 +392,10 @@ func (p *respParser) rawString() ([]byte, bool) {
 			p.i = j + 1
 			return s, true
 		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return nil, false
+			return "", false
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // strStop marks the bytes str cannot copy as they are: the quote, the
@@ -439,11 +437,11 @@ func (p *respParser) str() (string, bool) {
 	if j >= len(p.data) {
 		return "", false
 	}
-	if !ascii && !utf8.Valid(p.data[start:j]) {
+	if !ascii && !utf8.ValidString(p.data[start:j]) {
 		return "", false
 	}
 	p.i = j + 1
-	return p.src[start:j], true
+	return p.data[start:j], true
 }
 
 // escaped decodes a string with escapes whose contents start at start,
@@ -489,7 +487,7 @@ func (p *respParser) escaped(start int) (string, bool) {
 			if j+6 > end {
 				return "", false
 			}
-			v, err := strconv.ParseUint(string(p.data[j+2:j+6]), 16, 16)
+			v, err := strconv.ParseUint(p.data[j+2:j+6], 16, 16)
 			if err != nil || (v >= 0xD800 && v < 0xE000) {
 				return "", false
 			}
@@ -574,40 +572,46 @@ func (p *respParser) stringsMap() (map[string][]string, bool) {
 	return m, ok
 }
 
-// fields reads an object whose keys are among names, each at most once
-// and spelled exactly so, calling value with the key's index to read its
-// value; null for the whole object is taken as no object at all.
-func (p *respParser) fields(names *fieldNames, value func(i int) bool) bool {
-	if p.null() {
-		return true
-	}
-	if !p.consume('{') {
-		return false
-	}
-	if p.consume('}') {
-		return true
-	}
-	var seen uint64
-	next := 0
-	for {
-		key, ok := p.rawString()
-		if !ok || !p.consume(':') {
-			return false
+// fieldCursor walks an object whose keys are among names, each at most
+// once and spelled exactly so; null for the whole object is taken as no
+// object at all.
+type fieldCursor struct {
+	names  *fieldNames
+	seen   uint64
+	next   int // where names.index starts looking for the next key
+	inside bool
+}
+
+// field reads the object's next key and returns its index, the value
+// being next to read, or -1 once the object has ended; ok is false on
+// input the cursor does not take. A loop over field, not a callback per
+// value, so the struct being filled stays on the caller's stack.
+func (p *respParser) field(c *fieldCursor) (i int, ok bool) {
+	if !c.inside {
+		c.inside = true
+		if p.null() {
+			return -1, true
 		}
-		i := names.index(key, next)
-		if i < 0 || seen&(1<<i) != 0 {
-			return false
+		if !p.consume('{') {
+			return 0, false
 		}
-		next = i + 1
-		seen |= 1 << i
-		if !value(i) {
-			return false
+		if p.consume('}') {
+			return -1, true
 		}
-		if p.consume(',') {
-			continue
-		}
-		return p.consume('}')
+	} else if !p.consume(',') {
+		return -1, p.consume('}')
 	}
+	key, ok := p.rawString()
+	if !ok || !p.consume(':') {
+		return 0, false
+	}
+	i = c.names.index(key, c.next)
+	if i < 0 || c.seen&(1<<i) != 0 {
+		return 0, false
+	}
+	c.seen |= 1 << i
+	c.next = i + 1
+	return i, true
 }
 
 // into reads a string (null leaves *dst as it is, as encoding/json does).
@@ -642,13 +646,13 @@ type fieldNames struct {
 
 // index returns key's position, or -1; next is the position after the
 // previous key's.
-func (f *fieldNames) index(key []byte, next int) int {
+func (f *fieldNames) index(key string, next int) int {
 	for i := next; i < len(f.list); i++ {
-		if f.list[i] == string(key) {
+		if f.list[i] == key {
 			return i
 		}
 	}
-	if i, ok := f.at[string(key)]; ok {
+	if i, ok := f.at[key]; ok {
 		return i
 	}
 	return -1
@@ -678,104 +682,196 @@ var (
 // parseEvent reads a payload-format-2.0 event as encoding/json would into
 // an events.APIGatewayV2HTTPRequest, for events of the shape API Gateway
 // sends without an authorizer; like parseResponse it reports false for
-// anything else, which the caller hands to encoding/json.
-func parseEvent(data []byte) (events.APIGatewayV2HTTPRequest, bool) {
-	var e events.APIGatewayV2HTTPRequest
-	p := newParser(data)
-	rc := &e.RequestContext
-	ok := p.fields(eventFields, func(i int) bool {
-		switch i {
-		case 0:
-			return p.into(&e.Version)
-		case 1:
-			return p.into(&e.RouteKey)
-		case 2:
-			return p.into(&e.RawPath)
-		case 3:
-			return p.into(&e.RawQueryString)
-		case 4:
-			if p.null() {
-				return true
-			}
-			var ok bool
-			e.Cookies, ok = p.strings()
-			return ok
-		case 5:
-			return p.mapInto(&e.Headers)
-		case 6:
-			return p.mapInto(&e.QueryStringParameters)
-		case 7:
-			return p.mapInto(&e.PathParameters)
-		case 8:
-			return p.requestContext(rc)
-		case 9:
-			return p.mapInto(&e.StageVariables)
-		case 10:
-			return p.into(&e.Body)
-		default:
-			if p.null() {
-				return true
-			}
-			var ok bool
-			e.IsBase64Encoded, ok = p.boolean()
-			return ok
-		}
-	})
-	if !ok {
+// anything else, which the caller hands to encoding/json. Its one copy of
+// data backs every string of the event.
+func parseEvent(data []byte) (e events.APIGatewayV2HTTPRequest, ok bool) {
+	p := respParser{data: string(data)}
+	if !p.event(&e) {
 		return e, false
 	}
 	p.space()
 	return e, p.i == len(p.data)
 }
 
-func (p *respParser) requestContext(rc *events.APIGatewayV2HTTPRequestContext) bool {
-	return p.fields(contextFields, func(i int) bool {
-		switch i {
-		case 0:
-			return p.into(&rc.RouteKey)
-		case 1:
-			return p.into(&rc.AccountID)
-		case 2:
-			return p.into(&rc.Stage)
-		case 3:
-			return p.into(&rc.RequestID)
-		case 4:
-			return p.null() // an authorizer's free-form values are left to encoding/json
-		case 5:
-			return p.into(&rc.APIID)
-		case 6:
-			return p.into(&rc.DomainName)
-		case 7:
-			return p.into(&rc.DomainPrefix)
-		case 8:
-			return p.into(&rc.Time)
-		case 9:
-			if p.null() {
-				return true
-			}
-			v, ok := p.integer()
-			rc.TimeEpoch = int64(v)
-			return ok
-		case 10:
-			h := &rc.HTTP
-			return p.fields(httpFields, func(i int) bool {
-				return p.into([]*string{&h.Method, &h.Path, &h.Protocol, &h.SourceIP, &h.UserAgent}[i])
-			})
-		default:
-			c := &rc.Authentication.ClientCert
-			return p.fields(authnFields, func(int) bool {
-				return p.fields(certFields, func(i int) bool {
-					if i == 4 {
-						v := &c.Validity
-						return p.fields(validityFields, func(i int) bool {
-							return p.into([]*string{&v.NotAfter, &v.NotBefore}[i])
-						})
-					}
-					return p.into([]*string{&c.ClientCertPem, &c.IssuerDN, &c.SerialNumber, &c.SubjectDN}[i])
-				})
-			})
+func (p *respParser) event(e *events.APIGatewayV2HTTPRequest) bool {
+	c := fieldCursor{names: eventFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
 		}
-	})
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&e.Version)
+		case 1:
+			ok = p.into(&e.RouteKey)
+		case 2:
+			ok = p.into(&e.RawPath)
+		case 3:
+			ok = p.into(&e.RawQueryString)
+		case 4:
+			if !p.null() {
+				e.Cookies, ok = p.strings()
+			}
+		case 5:
+			ok = p.mapInto(&e.Headers)
+		case 6:
+			ok = p.mapInto(&e.QueryStringParameters)
+		case 7:
+			ok = p.mapInto(&e.PathParameters)
+		case 8:
+			ok = p.requestContext(&e.RequestContext)
+		case 9:
+			ok = p.mapInto(&e.StageVariables)
+		case 10:
+			ok = p.into(&e.Body)
+		default:
+			if !p.null() {
+				e.IsBase64Encoded, ok = p.boolean()
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func (p *respParser) requestContext(rc *events.APIGatewayV2HTTPRequestContext) bool {
+	c := fieldCursor{names: contextFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&rc.RouteKey)
+		case 1:
+			ok = p.into(&rc.AccountID)
+		case 2:
+			ok = p.into(&rc.Stage)
+		case 3:
+			ok = p.into(&rc.RequestID)
+		case 4:
+			ok = p.null() // an authorizer's free-form values are left to encoding/json
+		case 5:
+			ok = p.into(&rc.APIID)
+		case 6:
+			ok = p.into(&rc.DomainName)
+		case 7:
+			ok = p.into(&rc.DomainPrefix)
+		case 8:
+			ok = p.into(&rc.Time)
+		case 9:
+			if !p.null() {
+				var v int
+				v, ok = p.integer()
+				rc.TimeEpoch = int64(v)
+			}
+		case 10:
+			ok = p.httpDescription(&rc.HTTP)
+		default:
+			ok = p.authentication(&rc.Authentication)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func (p *respParser) httpDescription(h *events.APIGatewayV2HTTPRequestContextHTTPDescription) bool {
+	c := fieldCursor{names: httpFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&h.Method)
+		case 1:
+			ok = p.into(&h.Path)
+		case 2:
+			ok = p.into(&h.Protocol)
+		case 3:
+			ok = p.into(&h.SourceIP)
+		default:
+			ok = p.into(&h.UserAgent)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func (p *respParser) authentication(a *events.APIGatewayV2HTTPRequestContextAuthentication) bool {
+	c := fieldCursor{names: authnFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		if i == -1 {
+			return true
+		}
+		if !p.clientCert(&a.ClientCert) {
+			return false
+		}
+	}
+}
+
+func (p *respParser) clientCert(cert *events.APIGatewayV2HTTPRequestContextAuthenticationClientCert) bool {
+	c := fieldCursor{names: certFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&cert.ClientCertPem)
+		case 1:
+			ok = p.into(&cert.IssuerDN)
+		case 2:
+			ok = p.into(&cert.SerialNumber)
+		case 3:
+			ok = p.into(&cert.SubjectDN)
+		default:
+			ok = p.validity(&cert.Validity)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func (p *respParser) validity(v *events.APIGatewayV2HTTPRequestContextAuthenticationClientCertValidity) bool {
+	c := fieldCursor{names: validityFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&v.NotAfter)
+		default:
+			ok = p.into(&v.NotBefore)
+		}
+		if !ok {
+			return false
+		}
+	}
 }
 
 // AppendResponse appends resp as JSON to dst: byte for byte what
