@@ -69,6 +69,7 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 // creation and for growing its stack to the handler's depth every time.
 type Entry struct {
 	name    string
+	arn     string // FunctionARN(name), built once
 	timeout time.Duration
 	fn      any
 	now     func() time.Time
@@ -106,7 +107,7 @@ type result struct {
 // NewEntry returns the entry of function name, running fn (anything
 // lambda.Start accepts) under timeout.
 func NewEntry(name string, fn any, timeout time.Duration) *Entry {
-	return &Entry{name: name, timeout: timeout, fn: fn, now: time.Now}
+	return &Entry{name: name, arn: FunctionARN(name), timeout: timeout, fn: fn, now: time.Now}
 }
 
 // Name is the function's name.
@@ -142,7 +143,7 @@ func (e *Entry) invoke(ctx context.Context, payload []byte) (string, error) {
 	if _, ok := lambdacontext.FromContext(ctx); !ok {
 		ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
 			AwsRequestID:       NewRequestID(),
-			InvokedFunctionArn: FunctionARN(e.name),
+			InvokedFunctionArn: e.arn,
 		})
 	}
 	w := e.acquire()

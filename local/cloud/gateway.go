@@ -51,6 +51,7 @@ type GatewayOptions struct {
 // format 2.0) in front of the functions, mounted from the route table.
 type Gateway struct {
 	entries     map[string]*Entry
+	routeKeys   map[[2]string]string // route.Key() by {method, path}, built once
 	log         *slog.Logger
 	now         func() time.Time
 	integration time.Duration
@@ -78,8 +79,13 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 				r.Function, r.Key(), e.Timeout(), IntegrationTimeout)
 		}
 	}
+	keys := map[[2]string]string{}
+	for _, r := range routes.All() {
+		keys[[2]string{r.Method, r.Path}] = r.Key()
+	}
 	g := &Gateway{
 		entries:     entries,
+		routeKeys:   keys,
 		log:         log,
 		now:         time.Now,
 		integration: orDefault(o.IntegrationTimeout, IntegrationTimeout),
@@ -144,7 +150,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 	if status != 0 {
 		return outcome{status: gatewayError(w, status, http.StatusText(status)), function: fn, err: err}
 	}
-	event := buildEvent(r, route, params, body, start, requestID)
+	routeKey, ok := g.routeKeys[[2]string{route.Method, route.Path}]
+	if !ok {
+		routeKey = route.Key()
+	}
+	event := buildEvent(r, routeKey, params, body, start, requestID)
 	buf := g.payloads.Get().(*[]byte)
 	payload, err := AppendEvent((*buf)[:0], &event)
 	if err != nil {
@@ -168,7 +178,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 	}
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{
 		AwsRequestID:       requestID,
-		InvokedFunctionArn: FunctionARN(fn),
+		InvokedFunctionArn: entry.arn,
 	})
 	out, err := entry.invoke(ictx, payload)
 	// A function still running past its deadline may still be reading
@@ -234,7 +244,8 @@ func (g *Gateway) readBody(r *http.Request) (body []byte, held int64, status int
 	var ctx context.Context
 	// The body is read in fixed chunks and copied once, at its final size,
 	// so buffering costs what was sent and not a doubling slice's slack.
-	var chunks []*[]byte
+	var first [1]*[]byte // the usual body's one chunk, without a slice to hold it
+	chunks := first[:0]
 	defer func() {
 		for _, c := range chunks {
 			g.chunks.Put(c)
@@ -391,11 +402,12 @@ func isTextType(contentType string) bool {
 // the forwarded protocol, cookies split out, query and path parameters, the
 // request context, and the body as text or base64 by its content type.
 func BuildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time) events.APIGatewayV2HTTPRequest {
-	return buildEvent(r, route, params, body, now, NewRequestID())
+	return buildEvent(r, route.Key(), params, body, now, NewRequestID())
 }
 
-// buildEvent is BuildEvent with the request id the gateway chose.
-func buildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time, requestID string) events.APIGatewayV2HTTPRequest {
+// buildEvent is BuildEvent with the route's key and the request id the
+// gateway chose.
+func buildEvent(r *http.Request, routeKey string, params map[string]string, body []byte, now time.Time, requestID string) events.APIGatewayV2HTTPRequest {
 	headers := make(map[string]string, len(r.Header)+4)
 	var cookies []string
 	for k, vs := range r.Header {
@@ -446,7 +458,6 @@ func buildEvent(r *http.Request, route routes.Route, params map[string]string, b
 		params = nil
 	}
 
-	routeKey := route.Key()
 	e := events.APIGatewayV2HTTPRequest{
 		Version:               "2.0",
 		RouteKey:              routeKey,
