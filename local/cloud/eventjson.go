@@ -321,8 +321,10 @@ type respParser struct {
 
 func (p *respParser) space() {
 	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\n', '\r':
+		switch c := p.data[p.i]; {
+		case c > ' ': // the usual case: no white space at all
+			return
+		case c == ' ', c == '\t', c == '\n', c == '\r':
 			p.i++
 		default:
 			return
@@ -386,13 +388,13 @@ func (p *respParser) rawString() (string, bool) {
 		return "", false
 	}
 	for j := p.i + 1; j < len(p.data); j++ {
-		switch c := p.data[j]; {
-		case c == '"':
+		if c := p.data[j]; strStop[c] {
+			if c != '"' {
+				return "", false
+			}
 			s := p.data[p.i+1 : j]
 			p.i = j + 1
 			return s, true
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return "", false
 		}
 	}
 	return "", false
@@ -461,14 +463,17 @@ func (p *respParser) escaped(start int) (string, bool) {
 	var out strings.Builder
 	out.Grow(end - start)
 	for j := start; j < end; {
-		c := p.data[j]
-		switch {
-		case c < 0x20:
-			return "", false
-		case c != '\\':
-			out.WriteByte(c)
+		// The run up to the next escape is copied as it is.
+		run := j
+		for j < end && p.data[j] != '\\' {
+			if p.data[j] < 0x20 {
+				return "", false
+			}
 			j++
-			continue
+		}
+		out.WriteString(p.data[run:j])
+		if j == end {
+			break
 		}
 		switch e := p.data[j+1]; e {
 		case '"', '\\', '/':
