@@ -228,7 +228,10 @@ func appendString(dst []byte, s string, html bool) []byte {
 // arrays or maps, numbers that are not plain integers, surrogate escapes,
 // invalid UTF-8 or invalid JSON — and the caller hands those to
 // json.Unmarshal, which decides them (and words the error).
-func parseResponse(data string) (events.APIGatewayV2HTTPResponse, bool) {
+//
+// headers, when not nil, is an empty map to fill with the response's
+// headers (the gateway's, reused across requests).
+func parseResponse(data string, headers map[string]string) (events.APIGatewayV2HTTPResponse, bool) {
 	var resp events.APIGatewayV2HTTPResponse
 	p := respParser{data: data}
 	if !p.consume('{') {
@@ -256,7 +259,7 @@ func parseResponse(data string) (events.APIGatewayV2HTTPResponse, bool) {
 			case 1:
 				bit = 2
 				if !p.null() {
-					if resp.Headers, ok = p.stringMap(); !ok {
+					if resp.Headers, ok = p.stringMapInto(headers); !ok {
 						return resp, false
 					}
 				}
@@ -553,8 +556,13 @@ func (p *respParser) object(value func(key string) bool) bool {
 	}
 }
 
-func (p *respParser) stringMap() (map[string]string, bool) {
-	m := map[string]string{}
+func (p *respParser) stringMap() (map[string]string, bool) { return p.stringMapInto(nil) }
+
+// stringMapInto reads a string map into m, or into a new map when m is nil.
+func (p *respParser) stringMapInto(m map[string]string) (map[string]string, bool) {
+	if m == nil {
+		m = map[string]string{}
+	}
 	ok := p.object(func(k string) bool {
 		v, ok := p.str()
 		m[k] = v

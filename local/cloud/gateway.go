@@ -59,6 +59,7 @@ type Gateway struct {
 	bodies      *budget
 	chunks      sync.Pool // of chunkSize buffers for reading bodies
 	payloads    sync.Pool // of *[]byte, the events' JSON
+	headerMaps  sync.Pool // of empty map[string]string, an event's or a response's headers while they are copied
 }
 
 // maxPooledPayload is the largest event buffer kept for reuse: the usual
@@ -94,6 +95,7 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 	}
 	g.chunks.New = func() any { b := make([]byte, chunkSize); return &b }
 	g.payloads.New = func() any { b := make([]byte, 0, 4096); return &b }
+	g.headerMaps.New = func() any { return make(map[string]string, 8) }
 	return g, nil
 }
 
@@ -154,9 +156,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 	if !ok {
 		routeKey = route.Key()
 	}
-	event := buildEvent(r, routeKey, params, body, start, requestID)
+	// The event's header map lives only until the event is JSON.
+	eventHeaders := g.headerMaps.Get().(map[string]string)
+	event := buildEvent(r, routeKey, params, body, start, requestID, eventHeaders)
 	buf := g.payloads.Get().(*[]byte)
 	payload, err := AppendEvent((*buf)[:0], &event)
+	g.putHeaders(eventHeaders)
 	if err != nil {
 		g.payloads.Put(buf)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
@@ -199,7 +204,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 		g.log.ErrorContext(ictx, "function failed", "function", fn, "err", err)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
-	resp, respBody, err := decodeResponse(out)
+	// The response's header map lives only until its headers are
+	// copied to w.
+	respHeaders := g.headerMaps.Get().(map[string]string)
+	defer g.putHeaders(respHeaders)
+	resp, respBody, err := decodeResponse(out, respHeaders)
 	if err != nil {
 		g.log.ErrorContext(ictx, "bad function response", "function", fn, "err", err)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
@@ -211,6 +220,17 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 		return outcome{status: status, function: fn, clientGone: true}
 	}
 	return outcome{status: status, function: fn}
+}
+
+// putHeaders empties m and keeps it for another request, unless it grew
+// past the usual size: a rare request with many headers should not pin
+// their memory.
+func (g *Gateway) putHeaders(m map[string]string) {
+	if len(m) > 32 {
+		return
+	}
+	clear(m)
+	g.headerMaps.Put(m)
 }
 
 // requestLineAndHeaders is the size API Gateway's 10,240-byte quota counts.
@@ -402,13 +422,12 @@ func isTextType(contentType string) bool {
 // the forwarded protocol, cookies split out, query and path parameters, the
 // request context, and the body as text or base64 by its content type.
 func BuildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time) events.APIGatewayV2HTTPRequest {
-	return buildEvent(r, route.Key(), params, body, now, NewRequestID())
+	return buildEvent(r, route.Key(), params, body, now, NewRequestID(), make(map[string]string, len(r.Header)+4))
 }
 
 // buildEvent is BuildEvent with the route's key and the request id the
-// gateway chose.
-func buildEvent(r *http.Request, routeKey string, params map[string]string, body []byte, now time.Time, requestID string) events.APIGatewayV2HTTPRequest {
-	headers := make(map[string]string, len(r.Header)+4)
+// gateway chose, filling headers (an empty map) with the event's headers.
+func buildEvent(r *http.Request, routeKey string, params map[string]string, body []byte, now time.Time, requestID string, headers map[string]string) events.APIGatewayV2HTTPRequest {
 	var cookies []string
 	for k, vs := range r.Header {
 		lk, ok := lowerHeaders[k]
@@ -518,8 +537,9 @@ func domainPrefix(host string) string {
 }
 
 // decodeResponse reads a function's JSON answer and its body.
-func decodeResponse(out string) (events.APIGatewayV2HTTPResponse, responseBody, error) {
-	resp, ok := parseResponse(out)
+// headers, when not nil, is an empty map to hold the response's headers.
+func decodeResponse(out string, headers map[string]string) (events.APIGatewayV2HTTPResponse, responseBody, error) {
+	resp, ok := parseResponse(out, headers)
 	if !ok {
 		// Decoded into a variable of its own, which escapes to the heap
 		// on this path only.
@@ -582,7 +602,7 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, 
 	}
 	// h.Set(k, v) for each header, with the one-value lists carved from
 	// one allocation.
-	vals := make([]string, len(resp.Headers))
+	vals := make([]string, len(resp.Headers)+1)
 	i := 0
 	for k, v := range resp.Headers {
 		vals[i] = v
@@ -592,7 +612,8 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, 
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)
 	}
-	h.Set("Content-Length", strconv.Itoa(body.len()))
+	vals[i] = strconv.Itoa(body.len())
+	h["Content-Length"] = vals[i : i+1 : i+1] // h.Set("Content-Length", …)
 	status := statusOf(resp)
 	w.WriteHeader(status)
 	return status
@@ -606,7 +627,7 @@ func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	if err != nil {
 		return err
 	}
-	resp, body, err := decodeResponse(string(out))
+	resp, body, err := decodeResponse(string(out), nil)
 	if err != nil {
 		return err
 	}

@@ -359,3 +359,48 @@ func TestGatewayEventNamesRouteAndFunction(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayRequestsShareNoHeaders: the header maps the gateway reuses
+// between requests carry nothing from one request's event or response to
+// the next.
+func TestGatewayRequestsShareNoHeaders(t *testing.T) {
+	var last atomic.Pointer[events.APIGatewayV2HTTPRequest]
+	entries := map[string]*cloud.Entry{}
+	for _, fn := range routes.Functions() {
+		entries[fn] = cloud.NewEntry(fn, func(_ context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			last.Store(&e)
+			return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "ok",
+				Headers: map[string]string{"X-Seen-" + e.Headers["x-tag"]: "1"}}, nil
+		}, time.Second)
+	}
+	gw, err := cloud.NewGateway(entries, logging.Discard(), cloud.GatewayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		tag := "b"
+		r := post(strings.NewReader("{}"), "X-Tag", tag)
+		if i%2 == 0 {
+			tag = "a"
+			r = post(strings.NewReader("{}"), "X-Tag", tag, "X-Only-A", "1")
+		}
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, r)
+		e := last.Load()
+		if w.Code != 200 || e == nil || e.Headers["x-tag"] != tag {
+			t.Fatalf("request %d: status %d, event %v", i, w.Code, e)
+		}
+		if _, leaked := e.Headers["x-only-a"]; leaked != (tag == "a") {
+			t.Fatalf("request %d (tag %s): event headers %v", i, tag, e.Headers)
+		}
+		var seen []string
+		for k := range w.Header() {
+			if strings.HasPrefix(k, "X-Seen-") {
+				seen = append(seen, k)
+			}
+		}
+		if len(seen) != 1 || seen[0] != "X-Seen-"+strings.ToUpper(tag) {
+			t.Fatalf("request %d (tag %s): response headers %v", i, tag, w.Header())
+		}
+	}
+}
