@@ -69,6 +69,7 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 // creation and for growing its stack to the handler's depth every time.
 type Entry struct {
 	name    string
+	arn     string // FunctionARN(name), built once
 	timeout time.Duration
 	fn      any
 	now     func() time.Time
@@ -99,14 +100,14 @@ type job struct {
 }
 
 type result struct {
-	out []byte
+	out string
 	err error
 }
 
 // NewEntry returns the entry of function name, running fn (anything
 // lambda.Start accepts) under timeout.
 func NewEntry(name string, fn any, timeout time.Duration) *Entry {
-	return &Entry{name: name, timeout: timeout, fn: fn, now: time.Now}
+	return &Entry{name: name, arn: FunctionARN(name), timeout: timeout, fn: fn, now: time.Now}
 }
 
 // Name is the function's name.
@@ -122,8 +123,19 @@ func (e *Entry) Timeout() time.Duration { return e.timeout }
 // ErrResponseTooLarge, a *PanicError, the function's own error, or ctx's
 // error when the caller gave up first.
 func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	out, err := e.invoke(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(out), nil
+}
+
+// invoke is Invoke with the response as a string: the one copy taken of
+// the handler's reused output buffer, which the gateway parses without
+// copying it again.
+func (e *Entry) invoke(ctx context.Context, payload []byte) (string, error) {
 	if len(payload) > MaxRequestPayload {
-		return nil, fmt.Errorf("%s: %w (%d bytes)", e.name, ErrRequestTooLarge, len(payload))
+		return "", fmt.Errorf("%s: %w (%d bytes)", e.name, ErrRequestTooLarge, len(payload))
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
@@ -131,7 +143,7 @@ func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	if _, ok := lambdacontext.FromContext(ctx); !ok {
 		ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
 			AwsRequestID:       NewRequestID(),
-			InvokedFunctionArn: FunctionARN(e.name),
+			InvokedFunctionArn: e.arn,
 		})
 	}
 	w := e.acquire()
@@ -140,10 +152,10 @@ func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	case r := <-w.done:
 		e.release(w)
 		if r.err != nil {
-			return nil, r.err
+			return "", r.err
 		}
 		if len(r.out) > MaxResponsePayload {
-			return nil, fmt.Errorf("%s: %w (%d bytes)", e.name, ErrResponseTooLarge, len(r.out))
+			return "", fmt.Errorf("%s: %w (%d bytes)", e.name, ErrResponseTooLarge, len(r.out))
 		}
 		return r.out, nil
 	case <-ctx.Done():
@@ -152,9 +164,9 @@ func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		// stops once the function returns instead of serving again.
 		close(w.jobs)
 		if parent.Err() != nil {
-			return nil, parent.Err()
+			return "", parent.Err()
 		}
-		return nil, fmt.Errorf("%s: %w after %v", e.name, ErrTimeout, e.timeout)
+		return "", fmt.Errorf("%s: %w after %v", e.name, ErrTimeout, e.timeout)
 	}
 }
 
@@ -235,10 +247,13 @@ type httpHandler struct {
 func (h *httpHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	ev, ok := parseEvent(payload)
 	if !ok {
-		ev = events.APIGatewayV2HTTPRequest{}
-		if err := json.NewDecoder(bytes.NewReader(payload)).Decode(&ev); err != nil {
+		// Decoded into a variable of its own, which escapes to the heap
+		// on this path only.
+		var slow events.APIGatewayV2HTTPRequest
+		if err := json.NewDecoder(bytes.NewReader(payload)).Decode(&slow); err != nil {
 			return nil, err
 		}
+		ev = slow
 	}
 	resp, err := h.fn(ctx, ev)
 	if err != nil {
@@ -257,7 +272,7 @@ func invokeHandler(h lambda.Handler, j job) (r result, panicked bool) {
 	}()
 	out, err := h.Invoke(j.ctx, j.payload)
 	// The handler reuses out's memory on its next call.
-	return result{out: bytes.Clone(out), err: err}, false
+	return result{out: string(out), err: err}, false
 }
 
 // FunctionARN is the local stand-in for a function's ARN.

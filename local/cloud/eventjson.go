@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,7 +23,9 @@ import (
 // json.Marshal.
 func AppendEvent(dst []byte, e *events.APIGatewayV2HTTPRequest) ([]byte, error) {
 	if e.RequestContext.Authorizer != nil {
-		b, err := json.Marshal(e)
+		// A copy, so that e itself does not escape to the heap on the
+		// usual path.
+		b, err := json.Marshal(*e)
 		if err != nil {
 			return dst, err
 		}
@@ -143,12 +146,14 @@ func appendStrings(dst []byte, s []string) []byte { return appendStringList(dst,
 
 const hexDigits = "0123456789abcdef"
 
-// plainASCII marks the bytes json.Marshal copies as they are; read-only.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
+// plainHTML and plainText mark the bytes encoding/json copies as they are,
+// with HTML escaping (json.Marshal's default) and without; read-only.
+var plainHTML, plainText = func() (html, text [256]bool) {
 	for b := 0x20; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+		text[b] = b != '"' && b != '\\'
+		html[b] = text[b] && b != '<' && b != '>' && b != '&'
 	}
-	return t
+	return html, text
 }()
 
 // appendJSONString quotes s as json.Marshal does.
@@ -161,14 +166,18 @@ func appendJSONString(dst []byte, s string) []byte { return appendString(dst, s,
 // \ufffd.
 func appendString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
+	plain := &plainText
+	if html {
+		plain = &plainHTML
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
+		if plain[b] {
+			i++
+			continue
+		}
 		if b < utf8.RuneSelf {
-			if plainASCII[b] || (!html && (b == '<' || b == '>' || b == '&')) {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
@@ -219,13 +228,17 @@ func appendString(dst []byte, s string, html bool) []byte {
 // arrays or maps, numbers that are not plain integers, surrogate escapes,
 // invalid UTF-8 or invalid JSON — and the caller hands those to
 // json.Unmarshal, which decides them (and words the error).
-func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
+//
+// headers, when not nil, is an empty map to fill with the response's
+// headers (the gateway's, reused across requests).
+func parseResponse(data string, headers map[string]string) (events.APIGatewayV2HTTPResponse, bool) {
 	var resp events.APIGatewayV2HTTPResponse
-	p := newParser(data)
+	p := respParser{data: data}
 	if !p.consume('{') {
 		return resp, false
 	}
 	var seen uint8
+	next := 0
 	if !p.consume('}') {
 		for {
 			key, ok := p.rawString()
@@ -233,7 +246,9 @@ func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 				return resp, false
 			}
 			var bit uint8
-			switch respFields.index(key) {
+			i := respFields.index(key, next)
+			next = i + 1
+			switch i {
 			case 0:
 				bit = 1
 				if !p.null() {
@@ -244,7 +259,7 @@ func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 			case 1:
 				bit = 2
 				if !p.null() {
-					if resp.Headers, ok = p.stringMap(); !ok {
+					if resp.Headers, ok = p.stringMapInto(headers); !ok {
 						return resp, false
 					}
 				}
@@ -296,24 +311,23 @@ func parseResponse(data []byte) (events.APIGatewayV2HTTPResponse, bool) {
 	return resp, p.i == len(p.data)
 }
 
-// respParser is the cursor of parseResponse; every method skips leading
-// white space and reports false on input it does not take.
+// respParser is the cursor of parseResponse and parseEvent; every method
+// skips leading white space and reports false on input it does not take.
+// The input is a string so that a value without escapes is a substring of
+// it rather than a copy of its own: one allocation per payload instead of
+// one per value (the values keep the payload's few KB alive as long as
+// any of them lives).
 type respParser struct {
-	data []byte
+	data string
 	i    int
-	// src is data as one string: a value without escapes is a substring
-	// of it rather than a copy of its own, one allocation per payload
-	// instead of one per value (the values keep the payload's few KB
-	// alive as long as any of them lives).
-	src string
 }
-
-func newParser(data []byte) respParser { return respParser{data: data, src: string(data)} }
 
 func (p *respParser) space() {
 	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\n', '\r':
+		switch c := p.data[p.i]; {
+		case c > ' ': // the usual case: no white space at all
+			return
+		case c == ' ', c == '\t', c == '\n', c == '\r':
 			p.i++
 		default:
 			return
@@ -332,7 +346,7 @@ func (p *respParser) consume(c byte) bool {
 
 func (p *respParser) literal(s string) bool {
 	p.space()
-	if len(p.data)-p.i >= len(s) && string(p.data[p.i:p.i+len(s)]) == s {
+	if len(p.data)-p.i >= len(s) && p.data[p.i:p.i+len(s)] == s {
 		p.i += len(s)
 		return true
 	}
@@ -366,29 +380,38 @@ func (p *respParser) integer() (int, bool) {
 	if p.i < len(p.data) && (p.data[p.i] == '.' || p.data[p.i] == 'e' || p.data[p.i] == 'E') {
 		return 0, false
 	}
-	v, err := strconv.Atoi(string(p.data[start:p.i]))
+	v, err := strconv.Atoi(p.data[start:p.i])
 	return v, err == nil
 }
 
-// rawString returns a string's bytes when it has no escapes (object keys),
-// without a copy: fieldNames.index looks them up as they are.
-func (p *respParser) rawString() ([]byte, bool) {
+// rawString returns a string without escapes (object keys).
+func (p *respParser) rawString() (string, bool) {
 	p.space()
 	if p.i >= len(p.data) || p.data[p.i] != '"' {
-		return nil, false
+		return "", false
 	}
 	for j := p.i + 1; j < len(p.data); j++ {
-		switch c := p.data[j]; {
-		case c == '"':
+		if c := p.data[j]; strStop[c] {
+			if c != '"' {
+				return "", false
+			}
 			s := p.data[p.i+1 : j]
 			p.i = j + 1
 			return s, true
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			return nil, false
 		}
 	}
-	return nil, false
+	return "", false
 }
+
+// strStop marks the bytes str cannot copy as they are: the quote, the
+// backslash, control characters, and the non-ASCII bytes whose UTF-8 it
+// checks; read-only.
+var strStop = func() (t [256]bool) {
+	for b := range 256 {
+		t[b] = b == '"' || b == '\\' || b < 0x20 || b >= utf8.RuneSelf
+	}
+	return t
+}()
 
 // str takes a JSON string: valid UTF-8, the escapes of RFC 8259 except
 // surrogate pairs.
@@ -402,6 +425,9 @@ func (p *respParser) str() (string, bool) {
 	ascii := true
 	for ; j < len(p.data); j++ {
 		c := p.data[j]
+		if !strStop[c] {
+			continue
+		}
 		if c == '"' {
 			break
 		}
@@ -411,65 +437,69 @@ func (p *respParser) str() (string, bool) {
 		if c < 0x20 {
 			return "", false
 		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
+		ascii = false
 	}
 	if j >= len(p.data) {
 		return "", false
 	}
-	if !ascii && !utf8.Valid(p.data[start:j]) {
+	if !ascii && !utf8.ValidString(p.data[start:j]) {
 		return "", false
 	}
 	p.i = j + 1
-	return p.src[start:j], true
+	return p.data[start:j], true
 }
 
-// escaped decodes a string with escapes whose contents start at start.
+// escaped decodes a string with escapes whose contents start at start,
+// into one allocation: the decoded text is never longer than its JSON
+// form, so the closing quote found first bounds it.
 func (p *respParser) escaped(start int) (string, bool) {
-	out := make([]byte, 0, 64)
-	j := start
-	for j < len(p.data) {
-		c := p.data[j]
-		switch {
-		case c == '"':
-			if !utf8.Valid(out) {
+	end := start
+	for end < len(p.data) && p.data[end] != '"' {
+		if p.data[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(p.data) {
+		return "", false
+	}
+	var out strings.Builder
+	out.Grow(end - start)
+	for j := start; j < end; {
+		// The run up to the next escape is copied as it is.
+		run := j
+		for j < end && p.data[j] != '\\' {
+			if p.data[j] < 0x20 {
 				return "", false
 			}
-			p.i = j + 1
-			return string(out), true
-		case c < 0x20:
-			return "", false
-		case c != '\\':
-			out = append(out, c)
 			j++
-			continue
 		}
-		if j+1 >= len(p.data) {
-			return "", false
+		out.WriteString(p.data[run:j])
+		if j == end {
+			break
 		}
 		switch e := p.data[j+1]; e {
 		case '"', '\\', '/':
-			out = append(out, e)
+			out.WriteByte(e)
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
-			if j+6 > len(p.data) {
+			if j+6 > end {
 				return "", false
 			}
-			v, err := strconv.ParseUint(string(p.data[j+2:j+6]), 16, 16)
+			v, err := strconv.ParseUint(p.data[j+2:j+6], 16, 16)
 			if err != nil || (v >= 0xD800 && v < 0xE000) {
 				return "", false
 			}
-			out = utf8.AppendRune(out, rune(v))
+			out.WriteRune(rune(v))
 			j += 6
 			continue
 		default:
@@ -477,7 +507,12 @@ func (p *respParser) escaped(start int) (string, bool) {
 		}
 		j += 2
 	}
-	return "", false
+	s := out.String()
+	if !utf8.ValidString(s) {
+		return "", false
+	}
+	p.i = end + 1
+	return s, true
 }
 
 func (p *respParser) strings() ([]string, bool) {
@@ -521,8 +556,13 @@ func (p *respParser) object(value func(key string) bool) bool {
 	}
 }
 
-func (p *respParser) stringMap() (map[string]string, bool) {
-	m := map[string]string{}
+func (p *respParser) stringMap() (map[string]string, bool) { return p.stringMapInto(nil) }
+
+// stringMapInto reads a string map into m, or into a new map when m is nil.
+func (p *respParser) stringMapInto(m map[string]string) (map[string]string, bool) {
+	if m == nil {
+		m = map[string]string{}
+	}
 	ok := p.object(func(k string) bool {
 		v, ok := p.str()
 		m[k] = v
@@ -545,38 +585,46 @@ func (p *respParser) stringsMap() (map[string][]string, bool) {
 	return m, ok
 }
 
-// fields reads an object whose keys are among names, each at most once
-// and spelled exactly so, calling value with the key's index to read its
-// value; null for the whole object is taken as no object at all.
-func (p *respParser) fields(names fieldNames, value func(i int) bool) bool {
-	if p.null() {
-		return true
-	}
-	if !p.consume('{') {
-		return false
-	}
-	if p.consume('}') {
-		return true
-	}
-	var seen uint64
-	for {
-		key, ok := p.rawString()
-		if !ok || !p.consume(':') {
-			return false
+// fieldCursor walks an object whose keys are among names, each at most
+// once and spelled exactly so; null for the whole object is taken as no
+// object at all.
+type fieldCursor struct {
+	names  *fieldNames
+	seen   uint64
+	next   int // where names.index starts looking for the next key
+	inside bool
+}
+
+// field reads the object's next key and returns its index, the value
+// being next to read, or -1 once the object has ended; ok is false on
+// input the cursor does not take. A loop over field, not a callback per
+// value, so the struct being filled stays on the caller's stack.
+func (p *respParser) field(c *fieldCursor) (i int, ok bool) {
+	if !c.inside {
+		c.inside = true
+		if p.null() {
+			return -1, true
 		}
-		i := names.index(key)
-		if i < 0 || seen&(1<<i) != 0 {
-			return false
+		if !p.consume('{') {
+			return 0, false
 		}
-		seen |= 1 << i
-		if !value(i) {
-			return false
+		if p.consume('}') {
+			return -1, true
 		}
-		if p.consume(',') {
-			continue
-		}
-		return p.consume('}')
+	} else if !p.consume(',') {
+		return -1, p.consume('}')
 	}
+	key, ok := p.rawString()
+	if !ok || !p.consume(':') {
+		return 0, false
+	}
+	i = c.names.index(key, c.next)
+	if i < 0 || c.seen&(1<<i) != 0 {
+		return 0, false
+	}
+	c.seen |= 1 << i
+	c.next = i + 1
+	return i, true
 }
 
 // into reads a string (null leaves *dst as it is, as encoding/json does).
@@ -600,21 +648,33 @@ func (p *respParser) mapInto(dst *map[string]string) bool {
 	return ok
 }
 
-// fieldNames are an object's keys, in their struct's order; an index into
-// a map, not a scan of the list, since an event has dozens of keys.
-type fieldNames map[string]int
+// fieldNames are an object's keys, in their struct's order, which is the
+// order the gateway and lambda.NewHandler write them in: index looks for a
+// key from where the previous one was found, and only a key out of that
+// order costs a map lookup.
+type fieldNames struct {
+	list []string
+	at   map[string]int
+}
 
-func (f fieldNames) index(key []byte) int {
-	if i, ok := f[string(key)]; ok {
+// index returns key's position, or -1; next is the position after the
+// previous key's.
+func (f *fieldNames) index(key string, next int) int {
+	for i := next; i < len(f.list); i++ {
+		if f.list[i] == key {
+			return i
+		}
+	}
+	if i, ok := f.at[key]; ok {
 		return i
 	}
 	return -1
 }
 
-func names(keys ...string) fieldNames {
-	f := make(fieldNames, len(keys))
+func names(keys ...string) *fieldNames {
+	f := &fieldNames{list: keys, at: make(map[string]int, len(keys))}
 	for i, k := range keys {
-		f[k] = i
+		f.at[k] = i
 	}
 	return f
 }
@@ -635,104 +695,196 @@ var (
 // parseEvent reads a payload-format-2.0 event as encoding/json would into
 // an events.APIGatewayV2HTTPRequest, for events of the shape API Gateway
 // sends without an authorizer; like parseResponse it reports false for
-// anything else, which the caller hands to encoding/json.
-func parseEvent(data []byte) (events.APIGatewayV2HTTPRequest, bool) {
-	var e events.APIGatewayV2HTTPRequest
-	p := newParser(data)
-	rc := &e.RequestContext
-	ok := p.fields(eventFields, func(i int) bool {
-		switch i {
-		case 0:
-			return p.into(&e.Version)
-		case 1:
-			return p.into(&e.RouteKey)
-		case 2:
-			return p.into(&e.RawPath)
-		case 3:
-			return p.into(&e.RawQueryString)
-		case 4:
-			if p.null() {
-				return true
-			}
-			var ok bool
-			e.Cookies, ok = p.strings()
-			return ok
-		case 5:
-			return p.mapInto(&e.Headers)
-		case 6:
-			return p.mapInto(&e.QueryStringParameters)
-		case 7:
-			return p.mapInto(&e.PathParameters)
-		case 8:
-			return p.requestContext(rc)
-		case 9:
-			return p.mapInto(&e.StageVariables)
-		case 10:
-			return p.into(&e.Body)
-		default:
-			if p.null() {
-				return true
-			}
-			var ok bool
-			e.IsBase64Encoded, ok = p.boolean()
-			return ok
-		}
-	})
-	if !ok {
+// anything else, which the caller hands to encoding/json. Its one copy of
+// data backs every string of the event.
+func parseEvent(data []byte) (e events.APIGatewayV2HTTPRequest, ok bool) {
+	p := respParser{data: string(data)}
+	if !p.event(&e) {
 		return e, false
 	}
 	p.space()
 	return e, p.i == len(p.data)
 }
 
-func (p *respParser) requestContext(rc *events.APIGatewayV2HTTPRequestContext) bool {
-	return p.fields(contextFields, func(i int) bool {
-		switch i {
-		case 0:
-			return p.into(&rc.RouteKey)
-		case 1:
-			return p.into(&rc.AccountID)
-		case 2:
-			return p.into(&rc.Stage)
-		case 3:
-			return p.into(&rc.RequestID)
-		case 4:
-			return p.null() // an authorizer's free-form values are left to encoding/json
-		case 5:
-			return p.into(&rc.APIID)
-		case 6:
-			return p.into(&rc.DomainName)
-		case 7:
-			return p.into(&rc.DomainPrefix)
-		case 8:
-			return p.into(&rc.Time)
-		case 9:
-			if p.null() {
-				return true
-			}
-			v, ok := p.integer()
-			rc.TimeEpoch = int64(v)
-			return ok
-		case 10:
-			h := &rc.HTTP
-			return p.fields(httpFields, func(i int) bool {
-				return p.into([]*string{&h.Method, &h.Path, &h.Protocol, &h.SourceIP, &h.UserAgent}[i])
-			})
-		default:
-			c := &rc.Authentication.ClientCert
-			return p.fields(authnFields, func(int) bool {
-				return p.fields(certFields, func(i int) bool {
-					if i == 4 {
-						v := &c.Validity
-						return p.fields(validityFields, func(i int) bool {
-							return p.into([]*string{&v.NotAfter, &v.NotBefore}[i])
-						})
-					}
-					return p.into([]*string{&c.ClientCertPem, &c.IssuerDN, &c.SerialNumber, &c.SubjectDN}[i])
-				})
-			})
+func (p *respParser) event(e *events.APIGatewayV2HTTPRequest) bool {
+	c := fieldCursor{names: eventFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
 		}
-	})
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&e.Version)
+		case 1:
+			ok = p.into(&e.RouteKey)
+		case 2:
+			ok = p.into(&e.RawPath)
+		case 3:
+			ok = p.into(&e.RawQueryString)
+		case 4:
+			if !p.null() {
+				e.Cookies, ok = p.strings()
+			}
+		case 5:
+			ok = p.mapInto(&e.Headers)
+		case 6:
+			ok = p.mapInto(&e.QueryStringParameters)
+		case 7:
+			ok = p.mapInto(&e.PathParameters)
+		case 8:
+			ok = p.requestContext(&e.RequestContext)
+		case 9:
+			ok = p.mapInto(&e.StageVariables)
+		case 10:
+			ok = p.into(&e.Body)
+		default:
+			if !p.null() {
+				e.IsBase64Encoded, ok = p.boolean()
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func (p *respParser) requestContext(rc *events.APIGatewayV2HTTPRequestContext) bool {
+	c := fieldCursor{names: contextFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&rc.RouteKey)
+		case 1:
+			ok = p.into(&rc.AccountID)
+		case 2:
+			ok = p.into(&rc.Stage)
+		case 3:
+			ok = p.into(&rc.RequestID)
+		case 4:
+			ok = p.null() // an authorizer's free-form values are left to encoding/json
+		case 5:
+			ok = p.into(&rc.APIID)
+		case 6:
+			ok = p.into(&rc.DomainName)
+		case 7:
+			ok = p.into(&rc.DomainPrefix)
+		case 8:
+			ok = p.into(&rc.Time)
+		case 9:
+			if !p.null() {
+				var v int
+				v, ok = p.integer()
+				rc.TimeEpoch = int64(v)
+			}
+		case 10:
+			ok = p.httpDescription(&rc.HTTP)
+		default:
+			ok = p.authentication(&rc.Authentication)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func (p *respParser) httpDescription(h *events.APIGatewayV2HTTPRequestContextHTTPDescription) bool {
+	c := fieldCursor{names: httpFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&h.Method)
+		case 1:
+			ok = p.into(&h.Path)
+		case 2:
+			ok = p.into(&h.Protocol)
+		case 3:
+			ok = p.into(&h.SourceIP)
+		default:
+			ok = p.into(&h.UserAgent)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func (p *respParser) authentication(a *events.APIGatewayV2HTTPRequestContextAuthentication) bool {
+	c := fieldCursor{names: authnFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		if i == -1 {
+			return true
+		}
+		if !p.clientCert(&a.ClientCert) {
+			return false
+		}
+	}
+}
+
+func (p *respParser) clientCert(cert *events.APIGatewayV2HTTPRequestContextAuthenticationClientCert) bool {
+	c := fieldCursor{names: certFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&cert.ClientCertPem)
+		case 1:
+			ok = p.into(&cert.IssuerDN)
+		case 2:
+			ok = p.into(&cert.SerialNumber)
+		case 3:
+			ok = p.into(&cert.SubjectDN)
+		default:
+			ok = p.validity(&cert.Validity)
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+func (p *respParser) validity(v *events.APIGatewayV2HTTPRequestContextAuthenticationClientCertValidity) bool {
+	c := fieldCursor{names: validityFields}
+	for {
+		i, ok := p.field(&c)
+		if !ok {
+			return false
+		}
+		switch i {
+		case -1:
+			return true
+		case 0:
+			ok = p.into(&v.NotAfter)
+		default:
+			ok = p.into(&v.NotBefore)
+		}
+		if !ok {
+			return false
+		}
+	}
 }
 
 // AppendResponse appends resp as JSON to dst: byte for byte what

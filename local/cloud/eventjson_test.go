@@ -164,7 +164,7 @@ func TestParseResponseIsJSONUnmarshal(t *testing.T) {
 		}
 	}
 	for _, s := range taken {
-		got, ok := parseResponse([]byte(s))
+		got, ok := parseResponse(s, nil)
 		if !ok {
 			t.Errorf("not taken: %s", s)
 			continue
@@ -185,7 +185,7 @@ func TestParseResponseIsJSONUnmarshal(t *testing.T) {
 		`{"body":"x",}`, `{,}`, `{"isBase64Encoded":"true"}`, `{"multiValueHeaders":{"a":"b"}}`, `{"b\u006fdy":"x"}`,
 	}
 	for _, s := range left {
-		if got, ok := parseResponse([]byte(s)); ok {
+		if got, ok := parseResponse(s, nil); ok {
 			t.Errorf("taken: %s → %#v", s, got)
 		}
 	}
@@ -199,7 +199,7 @@ func FuzzParseResponse(f *testing.F) {
 	f.Add([]byte(`{"body":"\u00e9\n\"","headers":{}}`))
 	f.Add([]byte(`{"statusCode":2e2}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, ok := parseResponse(data)
+		got, ok := parseResponse(string(data), nil)
 		if !ok {
 			return
 		}

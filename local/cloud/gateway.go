@@ -51,6 +51,7 @@ type GatewayOptions struct {
 // format 2.0) in front of the functions, mounted from the route table.
 type Gateway struct {
 	entries     map[string]*Entry
+	routeKeys   map[[2]string]string // route.Key() by {method, path}, built once
 	log         *slog.Logger
 	now         func() time.Time
 	integration time.Duration
@@ -58,6 +59,7 @@ type Gateway struct {
 	bodies      *budget
 	chunks      sync.Pool // of chunkSize buffers for reading bodies
 	payloads    sync.Pool // of *[]byte, the events' JSON
+	headerMaps  sync.Pool // of empty map[string]string, an event's or a response's headers while they are copied
 }
 
 // maxPooledPayload is the largest event buffer kept for reuse: the usual
@@ -78,8 +80,13 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 				r.Function, r.Key(), e.Timeout(), IntegrationTimeout)
 		}
 	}
+	keys := map[[2]string]string{}
+	for _, r := range routes.All() {
+		keys[[2]string{r.Method, r.Path}] = r.Key()
+	}
 	g := &Gateway{
 		entries:     entries,
+		routeKeys:   keys,
 		log:         log,
 		now:         time.Now,
 		integration: orDefault(o.IntegrationTimeout, IntegrationTimeout),
@@ -88,6 +95,7 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 	}
 	g.chunks.New = func() any { b := make([]byte, chunkSize); return &b }
 	g.payloads.New = func() any { b := make([]byte, 0, 4096); return &b }
+	g.headerMaps.New = func() any { return make(map[string]string, 8) }
 	return g, nil
 }
 
@@ -144,9 +152,16 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 	if status != 0 {
 		return outcome{status: gatewayError(w, status, http.StatusText(status)), function: fn, err: err}
 	}
-	event := buildEvent(r, route, params, body, start, requestID)
+	routeKey, ok := g.routeKeys[[2]string{route.Method, route.Path}]
+	if !ok {
+		routeKey = route.Key()
+	}
+	// The event's header map lives only until the event is JSON.
+	eventHeaders := g.headerMaps.Get().(map[string]string)
+	event := buildEvent(r, routeKey, params, body, start, requestID, eventHeaders)
 	buf := g.payloads.Get().(*[]byte)
 	payload, err := AppendEvent((*buf)[:0], &event)
+	g.putHeaders(eventHeaders)
 	if err != nil {
 		g.payloads.Put(buf)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
@@ -168,9 +183,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 	}
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{
 		AwsRequestID:       requestID,
-		InvokedFunctionArn: FunctionARN(fn),
+		InvokedFunctionArn: entry.arn,
 	})
-	out, err := entry.Invoke(ictx, payload)
+	out, err := entry.invoke(ictx, payload)
 	// A function still running past its deadline may still be reading
 	// the event: only a finished invocation gives the buffer back.
 	if !errors.Is(err, ErrTimeout) && ictx.Err() == nil && cap(payload) <= maxPooledPayload {
@@ -189,18 +204,33 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 		g.log.ErrorContext(ictx, "function failed", "function", fn, "err", err)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
-	resp, respBody, err := decodeResponse(out)
+	// The response's header map lives only until its headers are
+	// copied to w.
+	respHeaders := g.headerMaps.Get().(map[string]string)
+	defer g.putHeaders(respHeaders)
+	resp, respBody, err := decodeResponse(out, respHeaders)
 	if err != nil {
 		g.log.ErrorContext(ictx, "bad function response", "function", fn, "err", err)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
 	status = writeResponse(w, resp, respBody)
-	if _, err := w.Write(respBody); err != nil {
+	if err := respBody.write(w); err != nil {
 		// The client hung up mid-response: nothing is wrong with the
 		// function, and the status line is already sent.
 		return outcome{status: status, function: fn, clientGone: true}
 	}
 	return outcome{status: status, function: fn}
+}
+
+// putHeaders empties m and keeps it for another request, unless it grew
+// past the usual size: a rare request with many headers should not pin
+// their memory.
+func (g *Gateway) putHeaders(m map[string]string) {
+	if len(m) > 32 {
+		return
+	}
+	clear(m)
+	g.headerMaps.Put(m)
 }
 
 // requestLineAndHeaders is the size API Gateway's 10,240-byte quota counts.
@@ -234,7 +264,8 @@ func (g *Gateway) readBody(r *http.Request) (body []byte, held int64, status int
 	var ctx context.Context
 	// The body is read in fixed chunks and copied once, at its final size,
 	// so buffering costs what was sent and not a doubling slice's slack.
-	var chunks []*[]byte
+	var first [1]*[]byte // the usual body's one chunk, without a slice to hold it
+	chunks := first[:0]
 	defer func() {
 		for _, c := range chunks {
 			g.chunks.Put(c)
@@ -369,6 +400,9 @@ func statusOf(resp events.APIGatewayV2HTTPResponse) int {
 // to Lambda as text; every other body (and a body without a content type)
 // arrives base64-encoded with isBase64Encoded set.
 func isTextType(contentType string) bool {
+	if contentType == "application/json" { // the usual request's, without a parse
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return false
@@ -388,12 +422,12 @@ func isTextType(contentType string) bool {
 // the forwarded protocol, cookies split out, query and path parameters, the
 // request context, and the body as text or base64 by its content type.
 func BuildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time) events.APIGatewayV2HTTPRequest {
-	return buildEvent(r, route, params, body, now, NewRequestID())
+	return buildEvent(r, route.Key(), params, body, now, NewRequestID(), make(map[string]string, len(r.Header)+4))
 }
 
-// buildEvent is BuildEvent with the request id the gateway chose.
-func buildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time, requestID string) events.APIGatewayV2HTTPRequest {
-	headers := make(map[string]string, len(r.Header)+4)
+// buildEvent is BuildEvent with the route's key and the request id the
+// gateway chose, filling headers (an empty map) with the event's headers.
+func buildEvent(r *http.Request, routeKey string, params map[string]string, body []byte, now time.Time, requestID string, headers map[string]string) events.APIGatewayV2HTTPRequest {
 	var cookies []string
 	for k, vs := range r.Header {
 		lk, ok := lowerHeaders[k]
@@ -443,7 +477,6 @@ func buildEvent(r *http.Request, route routes.Route, params map[string]string, b
 		params = nil
 	}
 
-	routeKey := route.Key()
 	e := events.APIGatewayV2HTTPRequest{
 		Version:               "2.0",
 		RouteKey:              routeKey,
@@ -504,40 +537,72 @@ func domainPrefix(host string) string {
 }
 
 // decodeResponse reads a function's JSON answer and its body.
-func decodeResponse(out []byte) (events.APIGatewayV2HTTPResponse, []byte, error) {
-	resp, ok := parseResponse(out)
+// headers, when not nil, is an empty map to hold the response's headers.
+func decodeResponse(out string, headers map[string]string) (events.APIGatewayV2HTTPResponse, responseBody, error) {
+	resp, ok := parseResponse(out, headers)
 	if !ok {
-		resp = events.APIGatewayV2HTTPResponse{}
-		if err := json.Unmarshal(out, &resp); err != nil {
-			return resp, nil, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
+		// Decoded into a variable of its own, which escapes to the heap
+		// on this path only.
+		var slow events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal([]byte(out), &slow); err != nil {
+			return slow, responseBody{}, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
 		}
+		resp = slow
 	}
 	if resp.StatusCode != 0 && (resp.StatusCode < 100 || resp.StatusCode > 599) {
-		return resp, nil, fmt.Errorf("response status %d", resp.StatusCode)
+		return resp, responseBody{}, fmt.Errorf("response status %d", resp.StatusCode)
 	}
-	body := []byte(resp.Body)
-	if resp.IsBase64Encoded {
-		var err error
-		if body, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
-			return resp, nil, fmt.Errorf("decode base64 body: %w", err)
-		}
+	if !resp.IsBase64Encoded {
+		return resp, responseBody{text: resp.Body}, nil
 	}
-	return resp, body, nil
+	bin, err := base64.StdEncoding.DecodeString(resp.Body)
+	if err != nil {
+		return resp, responseBody{}, fmt.Errorf("decode base64 body: %w", err)
+	}
+	return resp, responseBody{bin: bin, binary: true}, nil
+}
+
+// responseBody is the body a response carries: its text as the function
+// gave it (written as it is, without a []byte copy), or the bytes its
+// base64 decodes to.
+type responseBody struct {
+	text   string
+	bin    []byte
+	binary bool
+}
+
+func (b responseBody) len() int {
+	if b.binary {
+		return len(b.bin)
+	}
+	return len(b.text)
+}
+
+func (b responseBody) write(w io.Writer) error {
+	var err error
+	if b.binary {
+		_, err = w.Write(b.bin)
+	} else {
+		_, err = io.WriteString(w, b.text)
+	}
+	return err
 }
 
 // writeResponse writes the status line and headers of a Lambda response as
 // API Gateway would (single and multi-value headers, cookies as Set-Cookie)
 // and returns the status; the caller writes the body.
-func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, body []byte) int {
+func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, body responseBody) int {
 	h := w.Header()
-	for _, k := range slices.Sorted(maps.Keys(resp.MultiValueHeaders)) {
-		for _, v := range resp.MultiValueHeaders[k] {
-			h.Add(k, v)
+	if len(resp.MultiValueHeaders) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(resp.MultiValueHeaders)) {
+			for _, v := range resp.MultiValueHeaders[k] {
+				h.Add(k, v)
+			}
 		}
 	}
 	// h.Set(k, v) for each header, with the one-value lists carved from
 	// one allocation.
-	vals := make([]string, len(resp.Headers))
+	vals := make([]string, len(resp.Headers)+1)
 	i := 0
 	for k, v := range resp.Headers {
 		vals[i] = v
@@ -547,7 +612,8 @@ func writeResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse, 
 	for _, c := range resp.Cookies {
 		h.Add("Set-Cookie", c)
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	vals[i] = strconv.Itoa(body.len())
+	h["Content-Length"] = vals[i : i+1 : i+1] // h.Set("Content-Length", …)
 	status := statusOf(resp)
 	w.WriteHeader(status)
 	return status
@@ -561,11 +627,10 @@ func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	if err != nil {
 		return err
 	}
-	resp, body, err := decodeResponse(out)
+	resp, body, err := decodeResponse(string(out), nil)
 	if err != nil {
 		return err
 	}
 	writeResponse(w, resp, body)
-	_, err = w.Write(body)
-	return err
+	return body.write(w)
 }

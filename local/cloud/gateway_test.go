@@ -19,6 +19,7 @@ import (
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 )
 
 const invokePath = "/agents/a2awire-punctual/invoke"
@@ -233,6 +234,12 @@ func (f *failingWriter) Write([]byte) (int, error) {
 	return 0, errors.New("write tcp: broken pipe")
 }
 
+// WriteString fails as Write does: the embedded recorder's would succeed,
+// and the gateway writes a text body with io.WriteString.
+func (f *failingWriter) WriteString(string) (int, error) {
+	return 0, errors.New("write tcp: broken pipe")
+}
+
 func TestGatewayClientGoneIsNotA500(t *testing.T) {
 	var buf bytes.Buffer
 	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{}, logging.New(&buf, logging.JSON, slog.LevelInfo))
@@ -286,5 +293,114 @@ func TestGatewayUnknownRoute(t *testing.T) {
 	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{}, nil)
 	if status, body := serve(gw, httptest.NewRequest("GET", "/no/such/route", nil)); status != 404 || body != `{"message":"Not Found"}` {
 		t.Errorf("unknown route: %d %s", status, body)
+	}
+}
+
+// TestGatewayEventNamesRouteAndFunction: through the gateway every route's
+// event carries that route's key (in the event and its request context),
+// and the function's Lambda context its request id and function ARN.
+func TestGatewayEventNamesRouteAndFunction(t *testing.T) {
+	type seen struct {
+		routeKey, contextRouteKey, requestID, arn string
+	}
+	var got atomic.Pointer[seen]
+	entries := map[string]*cloud.Entry{}
+	for _, fn := range routes.Functions() {
+		entries[fn] = cloud.NewEntry(fn, func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			lc, _ := lambdacontext.FromContext(ctx)
+			s := seen{routeKey: e.RouteKey, contextRouteKey: e.RequestContext.RouteKey, requestID: e.RequestContext.RequestID}
+			if lc != nil {
+				s.arn = lc.InvokedFunctionArn
+				if lc.AwsRequestID != e.RequestContext.RequestID {
+					s.requestID = "lambda context has " + lc.AwsRequestID
+				}
+			}
+			got.Store(&s)
+			return events.APIGatewayV2HTTPResponse{StatusCode: 204}, nil
+		}, time.Second)
+	}
+	gw, err := cloud.NewGateway(entries, logging.Discard(), cloud.GatewayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes.All() {
+		method := r.Method
+		if method == "ANY" {
+			method = "POST"
+		}
+		// A concrete path for the pattern: every parameter is "p", a
+		// greedy one "p/q".
+		var segs []string
+		for _, s := range strings.Split(r.Path, "/") {
+			switch {
+			case strings.HasSuffix(s, "+}"):
+				s = "p/q"
+			case strings.HasPrefix(s, "{"):
+				s = "p"
+			}
+			segs = append(segs, s)
+		}
+		path := strings.Join(segs, "/")
+		matched, _, ok := routes.Match(method, path)
+		if !ok {
+			t.Fatalf("%s %s does not match its own route", method, path)
+		}
+		got.Store(nil)
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, httptest.NewRequest(method, path, nil))
+		s := got.Load()
+		if w.Code != 204 || s == nil {
+			t.Fatalf("%s %s: status %d, function called: %v", method, path, w.Code, s != nil)
+		}
+		want := seen{routeKey: matched.Key(), contextRouteKey: matched.Key(), requestID: w.Header().Get("Apigw-Requestid"),
+			arn: cloud.FunctionARN(matched.Function)}
+		if *s != want {
+			t.Errorf("%s %s: function saw %+v, want %+v", method, path, *s, want)
+		}
+	}
+}
+
+// TestGatewayRequestsShareNoHeaders: the header maps the gateway reuses
+// between requests carry nothing from one request's event or response to
+// the next.
+func TestGatewayRequestsShareNoHeaders(t *testing.T) {
+	var last atomic.Pointer[events.APIGatewayV2HTTPRequest]
+	entries := map[string]*cloud.Entry{}
+	for _, fn := range routes.Functions() {
+		entries[fn] = cloud.NewEntry(fn, func(_ context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			last.Store(&e)
+			return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "ok",
+				Headers: map[string]string{"X-Seen-" + e.Headers["x-tag"]: "1"}}, nil
+		}, time.Second)
+	}
+	gw, err := cloud.NewGateway(entries, logging.Discard(), cloud.GatewayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		tag := "b"
+		r := post(strings.NewReader("{}"), "X-Tag", tag)
+		if i%2 == 0 {
+			tag = "a"
+			r = post(strings.NewReader("{}"), "X-Tag", tag, "X-Only-A", "1")
+		}
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, r)
+		e := last.Load()
+		if w.Code != 200 || e == nil || e.Headers["x-tag"] != tag {
+			t.Fatalf("request %d: status %d, event %v", i, w.Code, e)
+		}
+		if _, leaked := e.Headers["x-only-a"]; leaked != (tag == "a") {
+			t.Fatalf("request %d (tag %s): event headers %v", i, tag, e.Headers)
+		}
+		var seen []string
+		for k := range w.Header() {
+			if strings.HasPrefix(k, "X-Seen-") {
+				seen = append(seen, k)
+			}
+		}
+		if len(seen) != 1 || seen[0] != "X-Seen-"+strings.ToUpper(tag) {
+			t.Fatalf("request %d (tag %s): response headers %v", i, tag, w.Header())
+		}
 	}
 }

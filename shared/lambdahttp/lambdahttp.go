@@ -37,13 +37,27 @@ type raw struct {
 	method  string
 }
 
+// rawContext is the invocation's context with the raw event values: one
+// allocation per request instead of a context.WithValue and its value.
+type rawContext struct {
+	context.Context
+	raw raw
+}
+
+func (c *rawContext) Value(key any) any {
+	if _, ok := key.(rawKey); ok {
+		return &c.raw
+	}
+	return c.Context.Value(key)
+}
+
 // Entry returns the Lambda entry for h: httpadapter.NewV2(h).ProxyWithContext,
 // except that h sees each event header as one line with its value as sent,
 // the event's method unchanged, and the raw headers through RawHeader.
 func Entry(h http.Handler) Handler {
 	adapter := httpadapter.NewV2(restore(h))
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		ctx = context.WithValue(ctx, rawKey{}, &raw{headers: ev.Headers, method: ev.RequestContext.HTTP.Method})
+		ctx = &rawContext{Context: ctx, raw: raw{headers: ev.Headers, method: ev.RequestContext.HTTP.Method}}
 		return adapter.ProxyWithContext(ctx, ev)
 	}
 }
@@ -53,8 +67,14 @@ func Entry(h http.Handler) Handler {
 func restore(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rw, ok := r.Context().Value(rawKey{}).(*raw); ok {
+			// Every header becomes one line; the one-value lists are
+			// carved from one allocation.
+			vals := make([]string, len(rw.headers))
+			i := 0
 			for k, v := range rw.headers {
-				r.Header[textproto.CanonicalMIMEHeaderKey(k)] = []string{v}
+				vals[i] = v
+				r.Header[canonicalKey(k)] = vals[i : i+1 : i+1]
+				i++
 			}
 			if rw.method != "" {
 				r.Method = rw.method
@@ -63,6 +83,29 @@ func restore(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// canonicalKey is textproto.CanonicalMIMEHeaderKey(k), without a fresh
+// string per request for the header names API Gateway and a2awire
+// clients send in lower case.
+func canonicalKey(k string) string {
+	if c, ok := canonicalKeys[k]; ok {
+		return c
+	}
+	return textproto.CanonicalMIMEHeaderKey(k)
+}
+
+// canonicalKeys maps lower-case header names to their canonical form;
+// read-only.
+var canonicalKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
+		"Connection", "Content-Digest", "Content-Length", "Content-Type", "Host", "Idempotency-Key", "If-None-Match",
+		"Origin", "Referer", "Signature", "Signature-Input", "User-Agent", "X-A2awire-Task-Id", "X-Forwarded-For",
+		"X-Forwarded-Port", "X-Forwarded-Proto", "X-Request-Id"} {
+		m[strings.ToLower(k)] = textproto.CanonicalMIMEHeaderKey(k)
+	}
+	return m
+}()
 
 // RawHeader returns the value of header name as the client sent it, and
 // whether it was sent. Behind Entry it is the event's value, commas and

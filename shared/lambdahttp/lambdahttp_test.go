@@ -167,3 +167,49 @@ func (m *idem) Abort(_ context.Context, c protocol.Claim) error {
 func header(res events.APIGatewayV2HTTPResponse, name string) string {
 	return res.Headers[http.CanonicalHeaderKey(name)]
 }
+
+type parentKey struct{}
+
+// TestEntryHeaderNamesAndContext: every event header reaches the handler
+// under its canonical name with one line (however the event spelled the
+// name), the handler's context carries the invocation context's values
+// and ends when it ends, and nothing of the adapter's split lines is left.
+func TestEntryHeaderNamesAndContext(t *testing.T) {
+	t.Parallel()
+	var (
+		lines   map[string][]string
+		val     any
+		ended   bool
+		rawHost string
+	)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lines = map[string][]string(r.Header.Clone())
+		val = r.Context().Value(parentKey{})
+		rawHost, _ = lambdahttp.RawHeader(r, "HOST")
+		<-r.Context().Done()
+		ended = true
+		w.WriteHeader(204)
+	})
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), parentKey{}, "parent"))
+	cancel()
+	res, err := lambdahttp.Entry(h)(ctx, event("POST", "", map[string]string{
+		"content-type":      "application/json",
+		"x-forwarded-proto": "https",
+		"X-cUSTOM-thing":    "a, b",
+		"x-a2awire-task-id": "t,1",
+		"host":              "example.com",
+	}))
+	if err != nil || res.StatusCode != 204 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	want := map[string][]string{
+		"Content-Type": {"application/json"}, "X-Forwarded-Proto": {"https"}, "X-Custom-Thing": {"a, b"},
+		"X-A2awire-Task-Id": {"t,1"}, "Host": {"example.com"},
+	}
+	if g, w := mustJSON(lines), mustJSON(want); g != w {
+		t.Errorf("handler's header lines %s, want %s", g, w)
+	}
+	if val != "parent" || !ended || rawHost != "example.com" {
+		t.Errorf("context value %v, ended %v, raw host %q", val, ended, rawHost)
+	}
+}
