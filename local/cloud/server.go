@@ -63,6 +63,18 @@ func (s *Server) OpenConns() int {
 	return len(s.conns.conns)
 }
 
+// IdleConns is the number of open connections between requests (or not yet
+// sent one): those a new connection over the cap may close.
+func (s *Server) IdleConns() int {
+	s.conns.mu.Lock()
+	defer s.conns.mu.Unlock()
+	n := 0
+	for e := s.conns.idle.next; e != &s.conns.idle; e = e.next {
+		n++
+	}
+	return n
+}
+
 // connLimiter tracks every open connection and which are idle (between
 // requests, or not yet sent one), oldest idle first.
 type connLimiter struct {

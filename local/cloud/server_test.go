@@ -95,8 +95,10 @@ func TestServerTimeouts(t *testing.T) {
 // room; when every connection is busy, a new one is refused.
 func TestServerConnectionCap(t *testing.T) {
 	release := make(chan struct{})
+	entered := make(chan struct{}, 3)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/block" {
+			entered <- struct{}{}
 			<-release
 		}
 		w.WriteHeader(204)
@@ -110,8 +112,19 @@ func TestServerConnectionCap(t *testing.T) {
 		}
 		return err
 	}
+	// The server marks a connection idle just after writing its answer, so
+	// the client may read it first: wait for the mark, so that the order in
+	// which they went idle is the order they were opened.
+	waitIdle := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); srv.IdleConns() != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d idle connections, want %d", srv.IdleConns(), n)
+			}
+		}
+	}
 	var conns []net.Conn
-	for range 3 {
+	for i := range 3 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -120,6 +133,7 @@ func TestServerConnectionCap(t *testing.T) {
 		if err := request(c, "/"); err != nil {
 			t.Fatal(err)
 		}
+		waitIdle(i + 1)
 		conns = append(conns, c)
 	}
 	fourth, err := net.Dial("tcp", addr)
@@ -145,7 +159,10 @@ func TestServerConnectionCap(t *testing.T) {
 	for _, c := range []net.Conn{conns[1], conns[2], fourth} {
 		go func() { blocked <- request(c, "/block") }()
 	}
-	time.Sleep(100 * time.Millisecond)
+	for range 3 {
+		<-entered // each of the three is in its handler: none is idle
+	}
+	waitIdle(0)
 	fifth, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
