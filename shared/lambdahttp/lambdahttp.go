@@ -58,6 +58,12 @@ func Entry(h http.Handler) Handler {
 	adapter := httpadapter.NewV2(restore(h))
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		ctx = &rawContext{Context: ctx, raw: raw{headers: ev.Headers, method: ev.RequestContext.HTTP.Method}}
+		// restore sets every header from the event's values, so the
+		// adapter need not split, trim and add them first only to have
+		// them replaced (a quarter of its cost). It reads the headers for
+		// nothing else; the cookies it turns into Cookie lines are a
+		// separate field.
+		ev.Headers = nil
 		return adapter.ProxyWithContext(ctx, ev)
 	}
 }

@@ -173,7 +173,8 @@ type parentKey struct{}
 // TestEntryHeaderNamesAndContext: every event header reaches the handler
 // under its canonical name with one line (however the event spelled the
 // name), the handler's context carries the invocation context's values
-// and ends when it ends, and nothing of the adapter's split lines is left.
+// and ends when it ends, nothing of the adapter's split lines is left, and
+// the event's cookies arrive as Cookie lines.
 func TestEntryHeaderNamesAndContext(t *testing.T) {
 	t.Parallel()
 	var (
@@ -192,19 +193,21 @@ func TestEntryHeaderNamesAndContext(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), parentKey{}, "parent"))
 	cancel()
-	res, err := lambdahttp.Entry(h)(ctx, event("POST", "", map[string]string{
+	ev := event("POST", "", map[string]string{
 		"content-type":      "application/json",
 		"x-forwarded-proto": "https",
 		"X-cUSTOM-thing":    "a, b",
 		"x-a2awire-task-id": "t,1",
 		"host":              "example.com",
-	}))
+	})
+	ev.Cookies = []string{"a=1", "b=2"} // API Gateway moves Cookie lines here
+	res, err := lambdahttp.Entry(h)(ctx, ev)
 	if err != nil || res.StatusCode != 204 {
 		t.Fatalf("%v %+v", err, res)
 	}
 	want := map[string][]string{
 		"Content-Type": {"application/json"}, "X-Forwarded-Proto": {"https"}, "X-Custom-Thing": {"a, b"},
-		"X-A2awire-Task-Id": {"t,1"}, "Host": {"example.com"},
+		"X-A2awire-Task-Id": {"t,1"}, "Host": {"example.com"}, "Cookie": {"a=1", "b=2"},
 	}
 	if g, w := mustJSON(lines), mustJSON(want); g != w {
 		t.Errorf("handler's header lines %s, want %s", g, w)
