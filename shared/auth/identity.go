@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"github.com/a2awire/a2awire/shared/ident"
 )
 
 // DirectoryMediaType is the media type of a Web Bot Auth key directory
@@ -25,6 +27,16 @@ func KeyID(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256([]byte(canon))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
+
+// keyIDShape is every keyid KeyID returns: ^[A-Za-z0-9_-]{43}$, 43
+// base64url characters (package ident: no regular expression compiled at a
+// cold start; the tests hold it to that expression).
+var keyIDShape = ident.Shape{First: ident.Of("A-Za-z0-9_-"), Rest: ident.Of("A-Za-z0-9_-"), Min: 43, Max: 43}
+
+// ValidKeyID reports whether keyID has the shape of a keyid, so that a
+// malformed one is answered without a store call (and never reaches the
+// store as an oversized key).
+func ValidKeyID(keyID string) bool { return keyIDShape.Match(keyID) }
 
 // AWNID returns the awnId of pub: "aw:sha256:" and the lowercase hex SHA-256
 // of the raw 32-byte key.

@@ -139,8 +139,6 @@ var (
 	nameShape = ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 2, Max: 63}
 	// capShape: ^[a-z0-9][a-z0-9-]{0,63}$.
 	capShape = ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 1, Max: 64}
-	// keyIDShape: ^[A-Za-z0-9_-]{43}$ (a base64url SHA-256 thumbprint).
-	keyIDShape = ident.Shape{First: ident.Of("A-Za-z0-9_-"), Rest: ident.Of("A-Za-z0-9_-"), Min: 43, Max: 43}
 )
 
 // Agent is a registered agent's profile.
@@ -520,7 +518,7 @@ func (r *Registry) NameForKey(ctx context.Context, key ed25519.PublicKey) (strin
 
 func (r *Registry) key(ctx context.Context, keyID string) (ed25519.PublicKey, string, error) {
 	missing := apierror.New(apierror.NotFound, "no registered key has keyid %s", apierror.Quote(keyID))
-	if !keyIDShape.Match(keyID) {
+	if !auth.ValidKeyID(keyID) {
 		return nil, "", missing
 	}
 	it, err := r.store.Get(ctx, KeyKey(keyID))

@@ -76,12 +76,8 @@ func decodeMember(world string, it store.Item) (Member, error) {
 	return m, nil
 }
 
-var (
-	// awnIDHex: the 64 lowercase hex digits after auth.AWNIDPrefix.
-	awnIDHex = ident.Shape{First: ident.Of("0-9a-f"), Rest: ident.Of("0-9a-f"), Min: 64, Max: 64}
-	// keyIDShape: ^[A-Za-z0-9_-]{43}$ (a base64url SHA-256 thumbprint).
-	keyIDShape = ident.Shape{First: ident.Of("A-Za-z0-9_-"), Rest: ident.Of("A-Za-z0-9_-"), Min: 43, Max: 43}
-)
+// awnIDHex: the 64 lowercase hex digits after auth.AWNIDPrefix.
+var awnIDHex = ident.Shape{First: ident.Of("0-9a-f"), Rest: ident.Of("0-9a-f"), Min: 64, Max: 64}
 
 // validMember reports whether world and awnID are well-formed, so that a
 // malformed one is answered as "not a member" without a store call (and
@@ -372,7 +368,7 @@ func (s *Service) Member(ctx context.Context, world, awnID string) (Member, erro
 // of the member of world whose keyid is keyID (1 GetItem of MemberKeyKey).
 // No such member → an *apierror.Error of kind NotJoined.
 func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.PublicKey, string, error) {
-	if !keyIDShape.Match(keyID) || !worldIDShape.Match(world) {
+	if !auth.ValidKeyID(keyID) || !worldIDShape.Match(world) {
 		return nil, "", notJoined(world)
 	}
 	it, err := s.store.Get(ctx, MemberKeyKey(world, keyID))
