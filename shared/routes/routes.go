@@ -294,22 +294,24 @@ func cloneEnv(m map[string]string) map[string]string {
 // parameter) and a route with the exact method wins over ANY. It returns the
 // path parameters by name.
 func Match(method, path string) (Route, map[string]string, bool) {
-	segs := split(path)
-	best, bestScore := -1, -1
 	// Every request of the gateway (and of a function's access layer)
-	// comes through here, so the candidates are scored on the table's
-	// pre-split patterns without allocating; only the winner's parameters
-	// are collected.
-	for i, r := range table {
-		if r.Method != "ANY" && r.Method != method {
+	// comes through here, so the path is split into a stack array and the
+	// candidates are scored on the table's compiled patterns without
+	// allocating; only the winner's parameters are collected.
+	var buf [maxSegments]string
+	segs := splitInto(buf[:0], path)
+	best, bestScore := -1, -1
+	for i := range compiledTable {
+		c := &compiledTable[i]
+		if !c.any && c.method != method {
 			continue
 		}
-		score, ok := scoreSegments(tablePatterns[i], segs)
+		score, ok := c.pattern.score(segs)
 		if !ok {
 			continue
 		}
 		score *= 2
-		if r.Method != "ANY" {
+		if !c.any {
 			score++
 		}
 		if score > bestScore {
@@ -319,15 +321,25 @@ func Match(method, path string) (Route, map[string]string, bool) {
 	if best < 0 {
 		return Route{}, nil, false
 	}
-	return table[best], bindSegments(tablePatterns[best], segs), true
+	return table[best], compiledTable[best].pattern.bind(segs), true
 }
 
-// tablePatterns are the table's paths split into segments, index for
-// index, computed once.
-var tablePatterns = func() [][]string {
-	out := make([][]string, len(table))
+// maxSegments is how many path segments Match splits without allocating;
+// longer paths still match, on a heap-allocated list.
+const maxSegments = 16
+
+// compiledRoute is a table route ready for matching, index for index.
+type compiledRoute struct {
+	method  string
+	any     bool // Method is "ANY"
+	pattern pattern
+}
+
+// compiledTable is the table's routes compiled once; read-only.
+var compiledTable = func() []compiledRoute {
+	out := make([]compiledRoute, len(table))
 	for i, r := range table {
-		out[i] = split(r.Path)
+		out[i] = compiledRoute{method: r.Method, any: r.Method == "ANY", pattern: compile(r.Path)}
 	}
 	return out
 }()
@@ -337,15 +349,45 @@ var tablePatterns = func() [][]string {
 // patterns match. Each literal segment counts more than any number of
 // parameters, so "/a/b" beats "/a/{x}", which beats "/a/{x+}".
 func MatchPattern(pattern, path string) (map[string]string, int, bool) {
-	return matchSegments(split(pattern), split(path))
-}
-
-func matchSegments(pattern, segs []string) (map[string]string, int, bool) {
-	score, ok := scoreSegments(pattern, segs)
+	p := compile(pattern)
+	segs := split(path)
+	score, ok := p.score(segs)
 	if !ok {
 		return nil, 0, false
 	}
-	return bindSegments(pattern, segs), score, true
+	return p.bind(segs), score, true
+}
+
+// pattern is a path pattern split into segments, each classified once.
+type pattern []segment
+
+type segment struct {
+	kind segmentKind
+	text string // the literal, or the parameter's name
+}
+
+type segmentKind uint8
+
+const (
+	literal segmentKind = iota
+	param               // "{id}"
+	greedy              // "{rest+}"
+)
+
+func compile(path string) pattern {
+	segs := split(path)
+	p := make(pattern, len(segs))
+	for i, s := range segs {
+		switch name, ok := greedyName(s); {
+		case ok:
+			p[i] = segment{kind: greedy, text: name}
+		case isParam(s):
+			p[i] = segment{kind: param, text: s[1 : len(s)-1]}
+		default:
+			p[i] = segment{kind: literal, text: s}
+		}
+	}
+	return p
 }
 
 // greedyName is the name of a greedy parameter segment ("{rest+}" → rest).
@@ -357,13 +399,14 @@ func greedyName(p string) (string, bool) {
 // isParam reports whether p is a parameter segment ("{id}").
 func isParam(p string) bool { return strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") }
 
-// scoreSegments reports whether pattern matches segs and how specifically,
-// without allocating.
-func scoreSegments(pattern, segs []string) (int, bool) {
+// score reports whether p matches segs and how specifically, without
+// allocating. A greedy segment matches one or more segments, and only as
+// the pattern's last.
+func (p pattern) score(segs []string) (int, bool) {
 	score := 0
-	for i, p := range pattern {
-		if _, ok := greedyName(p); ok {
-			if i == len(pattern)-1 && len(segs) > i {
+	for i, s := range p {
+		if s.kind == greedy {
+			if i == len(p)-1 && len(segs) > i {
 				return score, true
 			}
 			return 0, false
@@ -371,39 +414,54 @@ func scoreSegments(pattern, segs []string) (int, bool) {
 		if i >= len(segs) {
 			return 0, false
 		}
-		if isParam(p) {
+		if s.kind == param {
 			if segs[i] == "" {
 				return 0, false
 			}
 			score += 1
 			continue
 		}
-		if p != segs[i] {
+		if s.text != segs[i] {
 			return 0, false
 		}
 		score += 1 << 10
 	}
-	if len(segs) != len(pattern) {
+	if len(segs) != len(p) {
 		return 0, false
 	}
 	return score, true
 }
 
-// bindSegments collects the parameters of a pattern that matches segs
-// (scoreSegments said so); a pattern without parameters gives an empty,
-// non-nil map.
-func bindSegments(pattern, segs []string) map[string]string {
+// bind collects the parameters of a pattern that matches segs (score said
+// so); a pattern without parameters gives an empty, non-nil map.
+func (p pattern) bind(segs []string) map[string]string {
 	params := map[string]string{}
-	for i, p := range pattern {
-		if name, ok := greedyName(p); ok {
-			params[name] = strings.Join(segs[i:], "/")
-			break
-		}
-		if isParam(p) {
-			params[p[1:len(p)-1]] = segs[i]
+	for i, s := range p {
+		switch s.kind {
+		case greedy:
+			params[s.text] = strings.Join(segs[i:], "/")
+			return params
+		case param:
+			params[s.text] = segs[i]
 		}
 	}
 	return params
+}
+
+// splitInto appends path's segments (as split returns them) to dst.
+func splitInto(dst []string, path string) []string {
+	path = strings.TrimPrefix(path, "/")
+	if path == "" {
+		return dst
+	}
+	for {
+		seg, rest, more := strings.Cut(path, "/")
+		dst = append(dst, seg)
+		if !more {
+			return dst
+		}
+		path = rest
+	}
 }
 
 func split(path string) []string {
