@@ -21,6 +21,8 @@ var tricky = []string{
 	"", "plain", `quote " and \ backslash`, "<script>&amp;</script>", "tab\tnl\nr\rbs\bff\f",
 	"\x00\x01\x1f\x7f", "é ü 日本 🎉", "\u2028 and \u2029", "bad \xff\xfe utf8 \xc3", "\xed\xa0\x80 surrogate",
 	strings.Repeat("x", 5000), "a,b, c", "/path/with%20escapes?x=1", "\u00a0\ufeff",
+	// A long string dense with escapes of every kind.
+	strings.Repeat("\"q\\/\n\t\x01é<\u2028", 20),
 }
 
 // requests is the wide table of HTTP requests whose events are compared.
@@ -183,6 +185,9 @@ func TestParseResponseIsJSONUnmarshal(t *testing.T) {
 		`{"body":1}`, `{"body":"a","body":"b"}`, `{"headers":{"a":1}}`, `{"headers":{"a":null}}`, `{"cookies":["a",null]}`,
 		`{"body":"\ud83c\udf89"}`, `{"body":"\x"}`, "{\"body\":\"raw\nnewline\"}", "{\"body\":\"\xff\"}", `{"extra":1}`,
 		`{"body":"x",}`, `{,}`, `{"isBase64Encoded":"true"}`, `{"multiValueHeaders":{"a":"b"}}`, `{"b\u006fdy":"x"}`,
+		`{"statusCodes":200}`, `{"statusCod":200}`, `{"statusCode`, `{"statusCode"`, `{"body":"x\`, `{"body":"\`, `{"body":"\u12`,
+		`{"body":"\u12"}`, `{"body":"\u12g4"}`, `{"body":"\u+123"}`, "{\"body\":\"a\\\"\x01\"}",
+		"{\"body\":\"\xe4\\b\"}", "{\"body\":\"\xe4\\\"\xa4\"}", // invalid UTF-8 before an escape
 	}
 	for _, s := range left {
 		if got, ok := parseResponse(s, nil); ok {
@@ -205,6 +210,33 @@ func FuzzParseResponse(f *testing.F) {
 		}
 		var want events.APIGatewayV2HTTPResponse
 		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("taken %q, which json.Unmarshal refuses: %v", data, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %#v\nwant %#v", data, got, want)
+		}
+	})
+}
+
+// FuzzParseString puts arbitrary bytes between the quotes of JSON strings,
+// where str and escaped alone decide them: whatever the parser takes,
+// json.Unmarshal decodes to the same response.
+func FuzzParseString(f *testing.F) {
+	for _, s := range tricky {
+		f.Add(s)
+		if b, err := json.Marshal(s); err == nil {
+			f.Add(string(b[1 : len(b)-1]))
+		}
+	}
+	f.Add("\xe4\\b")
+	f.Fuzz(func(t *testing.T, s string) {
+		data := `{"body":"` + s + `","headers":{"k":"` + s + `"}}`
+		got, ok := parseResponse(data, nil)
+		if !ok {
+			return
+		}
+		var want events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal([]byte(data), &want); err != nil {
 			t.Fatalf("taken %q, which json.Unmarshal refuses: %v", data, err)
 		}
 		if !reflect.DeepEqual(got, want) {
