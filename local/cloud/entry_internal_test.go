@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func idleWorkers(e *Entry) int {
+func idleHandlers(e *Entry) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.idle)
@@ -15,7 +15,7 @@ func idleWorkers(e *Entry) int {
 
 // TestEntryWorkersFollowPeakConcurrency: an entry keeps about as many
 // workers as it had concurrent invocations, reuses them, and stops those
-// not needed for workerIdle once invocations resume.
+// not needed for handlerIdle once invocations resume.
 func TestEntryWorkersFollowPeakConcurrency(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Unix(1e9, 0)
@@ -40,24 +40,24 @@ func TestEntryWorkersFollowPeakConcurrency(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := idleWorkers(e); n != 8 {
-		t.Fatalf("%d idle workers after 8 concurrent invocations, want 8", n)
+	if n := idleHandlers(e); n != 8 {
+		t.Fatalf("%d idle handlers after 8 concurrent invocations, want 8", n)
 	}
 	for range 100 {
 		if _, err := e.Invoke(context.Background(), []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := idleWorkers(e); n != 8 {
-		t.Fatalf("%d idle workers after 100 sequential invocations, want the same 8 reused", n)
+	if n := idleHandlers(e); n != 8 {
+		t.Fatalf("%d idle handlers after 100 sequential invocations, want the same 8 reused", n)
 	}
 	mu.Lock()
-	now = now.Add(workerIdle + time.Second)
+	now = now.Add(handlerIdle + time.Second)
 	mu.Unlock()
 	if _, err := e.Invoke(context.Background(), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if n := idleWorkers(e); n != 1 {
-		t.Errorf("%d idle workers after the others idled past %v, want 1", n, workerIdle)
+	if n := idleHandlers(e); n != 1 {
+		t.Errorf("%d idle handlers after the others idled past %v, want 1", n, handlerIdle)
 	}
 }

@@ -116,6 +116,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := NewRequestID()
 	w.Header().Set("Apigw-Requestid", id)
 	res := g.serve(w, r, id, start)
+	if !res.answered {
+		g.logAccess(r, id, start, res)
+	}
+}
+
+// logAccess writes the access line of one request.
+func (g *Gateway) logAccess(r *http.Request, id string, start time.Time, res outcome) {
 	if !g.log.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
@@ -135,6 +142,9 @@ type outcome struct {
 	function   string
 	err        error
 	clientGone bool
+	// answered means the deadline's watch answered the request, and
+	// wrote its access line.
+	answered bool
 }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string, start time.Time) outcome {
@@ -185,14 +195,60 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 		AwsRequestID:       requestID,
 		InvokedFunctionArn: entry.arn,
 	})
-	out, err := entry.invoke(ictx, payload)
-	// A function still running past its deadline may still be reading
-	// the event: only a finished invocation gives the buffer back.
-	if !errors.Is(err, ErrTimeout) && ictx.Err() == nil && cap(payload) <= maxPooledPayload {
+	// The function runs on this goroutine. When it overruns, the watch
+	// at the deadline answers for it (and writes the access line) while
+	// this goroutine waits for the function to return; ans lets only one
+	// of them write the response.
+	var ans answer
+	out, err := entry.invokeHere(ictx, payload, func(err error) {
+		ans.once(func() {
+			// This goroutine is still in the function, so the
+			// connection cannot serve another request until it
+			// returns: the client is told not to wait for it.
+			w.Header().Set("Connection", "close")
+			res := g.respond(ictx, w, fn, "", err)
+			_ = http.NewResponseController(w).Flush()
+			g.logAccess(r, requestID, start, res)
+		})
+	})
+	// The function has returned, so nothing reads the event any more.
+	if cap(payload) <= maxPooledPayload {
 		*buf = payload[:0]
 		g.payloads.Put(buf)
 	}
 	payload = nil
+	var res outcome
+	if !ans.once(func() { res = g.respond(ictx, w, fn, out, err) }) {
+		return outcome{answered: true}
+	}
+	return res
+}
+
+// answer lets exactly one of a request's goroutine and its deadline's
+// watch write the response.
+type answer struct {
+	mu      sync.Mutex
+	written bool
+}
+
+// once runs write unless a response was written, and reports whether it
+// ran. A write in progress holds the other caller until it is done, so the
+// request's goroutine never returns (ending w's life) while the watch is
+// still writing.
+func (a *answer) once(write func()) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.written {
+		return false
+	}
+	a.written = true
+	write()
+	return true
+}
+
+// respond writes API Gateway's answer to an invocation's outcome: the
+// function's response, or the gateway's error for a failed invocation.
+func (g *Gateway) respond(ictx context.Context, w http.ResponseWriter, fn, out string, err error) outcome {
 	switch {
 	case errors.Is(err, ErrRequestTooLarge):
 		return outcome{status: gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), function: fn, err: err}
@@ -213,7 +269,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 		g.log.ErrorContext(ictx, "bad function response", "function", fn, "err", err)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
-	status = writeResponse(w, resp, respBody)
+	status := writeResponse(w, resp, respBody)
 	if err := respBody.write(w); err != nil {
 		// The client hung up mid-response: nothing is wrong with the
 		// function, and the status line is already sent.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,11 +30,19 @@ const invokePath = "/agents/a2awire-punctual/invoke"
 type probe struct {
 	calls atomic.Int32
 	last  atomic.Pointer[events.APIGatewayV2HTTPRequest]
+	// hold, when set, keeps a request with an X-Probe-Hold header until
+	// it is closed; returned counts those that have come back.
+	hold     chan struct{}
+	returned atomic.Int32
 }
 
 func (p *probe) handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	p.calls.Add(1)
 	p.last.Store(&e)
+	if e.Headers["x-probe-hold"] != "" {
+		<-p.hold
+		defer p.returned.Add(1)
+	}
 	if d, err := time.ParseDuration(e.Headers["x-probe-sleep"]); err == nil {
 		time.Sleep(d)
 	}
@@ -81,16 +90,116 @@ func post(body io.Reader, header ...string) *http.Request {
 	return r
 }
 
+// TestGatewayFunctionTimeoutIs500: a function that overruns is answered
+// 500 at its timeout over a real connection while it still runs, as API
+// Gateway answers for a Lambda that timed out: the client does not wait
+// for the function, is told not to reuse the connection (still busy with
+// it), and gets one response; the access line is written once.
 func TestGatewayFunctionTimeoutIs500(t *testing.T) {
-	gw, _ := gateway(t, 100*time.Millisecond, cloud.GatewayOptions{}, nil)
-	start := time.Now()
-	status, body := serve(gw, post(strings.NewReader("{}"), "X-Probe-Sleep", "3s"))
-	if status != 500 || body != `{"message":"Internal Server Error"}` {
-		t.Errorf("overrun: %d %s", status, body)
+	logs := &lockedBuffer{}
+	gw, p := gateway(t, 100*time.Millisecond, cloud.GatewayOptions{}, logging.New(logs, logging.JSON, slog.LevelInfo))
+	p.hold = make(chan struct{})
+	srv := httptest.NewServer(gw)
+	req, err := http.NewRequest("POST", srv.URL+invokePath, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("answered after %v; the function's timeout is 100ms", d)
+	req.Header.Set("X-Probe-Hold", "1")
+	client := srv.Client()
+	client.Timeout = 5 * time.Second // the function is held far longer: only an answer at the deadline arrives in time
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 500 || string(body) != `{"message":"Internal Server Error"}` || !resp.Close {
+		t.Errorf("overrun: %d %s, connection close %v", resp.StatusCode, body, resp.Close)
+	}
+	if n := p.returned.Load(); n != 0 {
+		t.Fatalf("the client was answered only after the function returned")
+	}
+	// Close waits for the request's goroutine, which returns once the
+	// function does.
+	close(p.hold)
+	srv.Close()
+	if n := p.returned.Load(); n != 1 {
+		t.Fatalf("%d held invocations returned, want 1", n)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	var access []map[string]any
+	for _, l := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if rec["msg"] == "request" {
+			access = append(access, rec)
+		}
+	}
+	if len(access) != 1 || access[0]["status"] != 500.0 {
+		t.Errorf("access lines %v, want one with status 500", access)
+	}
+}
+
+// TestGatewayDeadlineRaceAnswersOnce: functions that return right at
+// their deadline are answered once each, 200 or 500, never both and never
+// garbled (run under -race, it also checks that the deadline's watch and
+// the request's goroutine never write at the same time).
+func TestGatewayDeadlineRaceAnswersOnce(t *testing.T) {
+	gw, _ := gateway(t, 20*time.Millisecond, cloud.GatewayOptions{}, nil)
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	var wg sync.WaitGroup
+	var ok, timedOut atomic.Int32
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 10 {
+				sleep := time.Duration(15+(i+j)%10) * time.Millisecond // 15–24 ms around the 20 ms deadline
+				req, _ := http.NewRequest("POST", srv.URL+invokePath, strings.NewReader("{}"))
+				req.Header.Set("X-Probe-Sleep", sleep.String())
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				switch {
+				case resp.StatusCode == 200 && string(body) == `{"ok":true}`:
+					ok.Add(1)
+				case resp.StatusCode == 500 && string(body) == `{"message":"Internal Server Error"}`:
+					timedOut.Add(1)
+				default:
+					t.Errorf("sleep %v: %d %q", sleep, resp.StatusCode, body)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d answered 200, %d answered 500", ok.Load(), timedOut.Load())
+	if ok.Load()+timedOut.Load() != 80 {
+		t.Errorf("%d answered 200 and %d 500, want 80 in all", ok.Load(), timedOut.Load())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger writing from several
+// goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestGatewayIntegrationTimeoutIs503(t *testing.T) {
