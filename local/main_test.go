@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/local/harness"
+	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/bolt"
 	"github.com/aws/aws-lambda-go/events"
@@ -50,7 +51,7 @@ func startHarnessWith(t *testing.T, x extras, args ...string) *harnessRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	// The harness's log is shown when the test fails, to say why.
-	logs := &syncBuffer{}
+	logs := &capture.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("harness log (%v):\n%s", args, logs.String())
@@ -77,24 +78,6 @@ func startHarnessWith(t *testing.T, x extras, args ...string) *harnessRun {
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	t.Cleanup(func() { h.stop(t) })
 	return h
-}
-
-// syncBuffer is a bytes.Buffer safe for the harness's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func (h *harnessRun) stop(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/a2awire/a2awire/shared/capture"
 )
 
 // profile reads GET /api/v1/agents/{name} from the running harness.
@@ -83,7 +85,7 @@ func TestNewNetworkKeyIsReported(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, networkKeyFile)); err != nil {
 		t.Fatal(err)
 	}
-	var out, errs syncBuffer
+	var out, errs capture.Buffer
 	err := runWith(context.Background(), []string{"-addr", "127.0.0.1:0", "-data", dir}, &out, &errs, extras{})
 	if err == nil || !strings.Contains(err.Error(), "registered under another key") || !strings.Contains(err.Error(), "-reset") {
 		t.Errorf("start with a new key: %v", err)

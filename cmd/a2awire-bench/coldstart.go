@@ -17,11 +17,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
@@ -82,7 +82,7 @@ func coldStart(ctx context.Context, rie string, t coldTarget) (coldSample, error
 		}
 		ports[i] = a
 	}
-	out := &syncBuffer{}
+	out := &capture.Buffer{}
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", ports[0], "--runtime-api-address", ports[1], t.bootstrap)
 	cmd.Dir = filepath.Dir(t.bootstrap)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LOG_LEVEL=info", "AWS_REGION=us-east-1",
@@ -354,22 +354,4 @@ func spread(samples []coldSample, pick func(coldSample) time.Duration) (lo, hi t
 		hi = max(hi, d)
 	}
 	return lo, hi
-}
-
-// syncBuffer is a bytes.Buffer safe for the emulator's two output streams.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

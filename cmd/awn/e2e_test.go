@@ -162,8 +162,8 @@ func TestRegistryEndToEnd(t *testing.T) {
 	}
 }
 
-// capture is one request as a recording proxy saw it.
-type capture struct {
+// seenRequest is one request as a recording proxy saw it.
+type seenRequest struct {
 	method, path string
 	header       http.Header
 	body         []byte
@@ -178,13 +178,13 @@ func TestSignedRequestReplayRefused(t *testing.T) {
 	target, _ := url.Parse(base)
 	var (
 		mu   sync.Mutex
-		seen []capture
+		seen []seenRequest
 	)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		seen = append(seen, capture{r.Method, r.URL.RequestURI(), r.Header.Clone(), b})
+		seen = append(seen, seenRequest{r.Method, r.URL.RequestURI(), r.Header.Clone(), b})
 		mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		rp.ServeHTTP(w, r)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/store/memory"
 )
 
@@ -861,29 +861,10 @@ func readState(t *testing.T, env map[string]string) localState {
 	return st
 }
 
-// syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // running is a CLI run in the background, stopped by cancelling its
 // context as Ctrl-C does.
 type running struct {
-	stdout, stderr *syncBuffer
+	stdout, stderr *capture.Buffer
 	cancel         context.CancelFunc
 	done           chan int
 	// sleeps are the waits the command asked for, in order.
@@ -894,7 +875,7 @@ type running struct {
 func start(t *testing.T, env map[string]string, args ...string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := &running{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	rn := &running{stdout: &capture.Buffer{}, stderr: &capture.Buffer{}, cancel: cancel, done: make(chan int, 1)}
 	a := &app{stdout: rn.stdout, stderr: rn.stderr, getenv: func(k string) string { return env[k] },
 		sleep: func(ctx context.Context, d time.Duration) error {
 			rn.mu.Lock()

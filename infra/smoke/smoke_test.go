@@ -20,12 +20,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/a2awire/a2awire/infra/internal/repo"
+	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
@@ -433,7 +433,7 @@ func build(t *testing.T, root, name string) string {
 // emulator is one running aws-lambda-rie with its function.
 type emulator struct {
 	url string
-	out *syncBuffer
+	out *capture.Buffer
 }
 
 // start runs the emulator on two free loopback ports (its invoke endpoint
@@ -443,7 +443,7 @@ type emulator struct {
 func start(t *testing.T, rie, bootstrap string, fn routes.Function, env []string) *emulator {
 	t.Helper()
 	ports := freePorts(t, 2)
-	out := &syncBuffer{}
+	out := &capture.Buffer{}
 	cmd := exec.Command(rie,
 		"--runtime-interface-emulator-address", "127.0.0.1:"+ports[0],
 		"--runtime-api-address", "127.0.0.1:"+ports[1],
@@ -696,23 +696,4 @@ func freePorts(t *testing.T, n int) []string {
 		}
 	}
 	return ports
-}
-
-// syncBuffer collects the emulator's output, written from its pipes'
-// goroutines while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/aws/aws-lambda-go/events"
@@ -96,7 +97,7 @@ func post(body io.Reader, header ...string) *http.Request {
 // for the function, is told not to reuse the connection (still busy with
 // it), and gets one response; the access line is written once.
 func TestGatewayFunctionTimeoutIs500(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &capture.Buffer{}
 	gw, p := gateway(t, 100*time.Millisecond, cloud.GatewayOptions{}, logging.New(logs, logging.JSON, slog.LevelInfo))
 	p.hold = make(chan struct{})
 	srv := httptest.NewServer(gw)
@@ -181,25 +182,6 @@ func TestGatewayDeadlineRaceAnswersOnce(t *testing.T) {
 	if ok.Load()+timedOut.Load() != 80 {
 		t.Errorf("%d answered 200 and %d 500, want 80 in all", ok.Load(), timedOut.Load())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger writing from several
-// goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestGatewayIntegrationTimeoutIs503(t *testing.T) {
