@@ -108,9 +108,9 @@ func TestEntryPayloadLimits(t *testing.T) {
 	}
 }
 
-// TestEntryLateResultReachesNoOne: the worker that overran is not handed
-// the next invocation, so its late answer cannot be mistaken for the next
-// caller's, and the next caller is not kept waiting for it.
+// TestEntryLateResultReachesNoOne: the handler whose function overran is
+// not handed the next invocation, so its late answer cannot be mistaken
+// for the next caller's, and the next caller is not kept waiting for it.
 func TestEntryLateResultReachesNoOne(t *testing.T) {
 	release := make(chan struct{})
 	e := cloud.NewEntry("echo", func(ctx context.Context, in echoIn) (echoOut, error) {
