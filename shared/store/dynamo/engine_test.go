@@ -13,6 +13,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 )
 
 // newStore returns an engine on a fresh DynamoDB Local table, its metered
@@ -23,15 +24,6 @@ func newStore(t *testing.T, opts ...dynamo.Option) (*dynamo.Store, *capacity.Met
 	client, table := dynamolocal.NewTable(t, local, m.Option())
 	m.Reset()
 	return dynamo.New(client, table, opts...), m, client, table
-}
-
-func mustWrite(t *testing.T, s store.Store, actions ...store.Action) []store.Item {
-	t.Helper()
-	out, err := s.Write(context.Background(), actions...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func mustGet(t *testing.T, s store.Store, k store.Key) store.Item {
@@ -63,7 +55,7 @@ func TestConditionFailedSingle(t *testing.T) {
 	s, _, _, _ := newStore(t)
 	ctx := context.Background()
 	k := store.Key{PK: "p", SK: "a"}
-	mustWrite(t, s, store.Put(k, store.Item{"v": store.N(1)}))
+	storetest.MustWrite(t, s, store.Put(k, store.Item{"v": store.N(1)}))
 	old := mustGet(t, s, k)
 
 	_, err := s.Write(ctx, store.Put(k, store.Item{"v": store.N(2)}).When(store.ItemAbsent()).OnFailReturn())
@@ -86,7 +78,7 @@ func TestConditionFailedTransaction(t *testing.T) {
 	s, m, _, _ := newStore(t)
 	ctx := context.Background()
 	a, b, c := store.Key{PK: "p", SK: "a"}, store.Key{PK: "p", SK: "b"}, store.Key{PK: "q", SK: "c"}
-	mustWrite(t, s, store.Put(b, store.Item{"n": store.N(5)}))
+	storetest.MustWrite(t, s, store.Put(b, store.Item{"n": store.N(5)}))
 	old := mustGet(t, s, b)
 	m.Reset()
 
@@ -122,7 +114,7 @@ func TestInvalidFromDynamoDB(t *testing.T) {
 	ctx := context.Background()
 	k, other := store.Key{PK: "p", SK: "a"}, store.Key{PK: "p", SK: "b"}
 	big := strings.Repeat("x", 300<<10)
-	mustWrite(t, s, store.Put(k, store.Item{"s": store.S("text"), "big": store.S(big)}))
+	storetest.MustWrite(t, s, store.Put(k, store.Item{"s": store.S("text"), "big": store.S(big)}))
 	for name, actions := range map[string][]store.Action{
 		"ADD onto a string":          {store.Update(k).AddNum("s", 1)},
 		"ADD onto a string in a tx":  {store.Put(other, nil), store.Update(k).AddNum("s", 1)},
@@ -153,7 +145,7 @@ func TestAttributeNames(t *testing.T) {
 	for i, n := range odd {
 		u = u.SetAttr(n, store.N(int64(i)))
 	}
-	got := mustWrite(t, s, u.AddNum("count", 2).Returning())[0]
+	got := storetest.MustWrite(t, s, u.AddNum("count", 2).Returning())[0]
 	for i, n := range odd {
 		if !store.Equal(got[n], store.N(int64(i))) {
 			t.Errorf("%q = %v", n, got[n])
@@ -163,7 +155,7 @@ func TestAttributeNames(t *testing.T) {
 	for i, n := range odd {
 		conds[i] = store.Eq(n, store.N(int64(i)))
 	}
-	mustWrite(t, s, store.Update(k).Del(odd...).When(store.And(conds...)))
+	storetest.MustWrite(t, s, store.Update(k).Del(odd...).When(store.And(conds...)))
 	if got := mustGet(t, s, k); len(got) != 3 {
 		t.Errorf("after REMOVE: %v", got)
 	}
@@ -197,27 +189,27 @@ func TestCosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("Get miss", map[string]int{"GetItem": 1}, 0)
-	mustWrite(t, s, store.Put(k, store.Item{"n": store.N(1)}).When(store.ItemAbsent()))
+	storetest.MustWrite(t, s, store.Put(k, store.Item{"n": store.N(1)}).When(store.ItemAbsent()))
 	step("Put", map[string]int{"PutItem": 1}, 0)
 	mustGet(t, s, k)
 	step("Get hit", map[string]int{"GetItem": 1}, 0)
-	if got := mustWrite(t, s, store.Update(k).AddNum("n", 1).Returning())[0]; !store.Equal(got["n"], store.N(2)) {
+	if got := storetest.MustWrite(t, s, store.Update(k).AddNum("n", 1).Returning())[0]; !store.Equal(got["n"], store.N(2)) {
 		t.Fatalf("ReturnNew: %v", got)
 	}
 	step("Update returning the new item", map[string]int{"UpdateItem": 1}, 0)
 	_, err = s.Write(ctx, store.Update(k).AddNum("n", 1).When(store.Eq("n", store.N(0))).OnFailReturn())
 	condFailed(t, err, 0, store.Item{"pk": store.S("p"), "sk": store.S("a"), "n": store.N(2)})
 	step("Update, condition failed", map[string]int{"UpdateItem": 1}, 1)
-	mustWrite(t, s, store.Put(store.Key{PK: "p", SK: "b"}, nil), store.Update(k).AddNum("n", 1), store.Check(store.Key{PK: "p", SK: "c"}, store.ItemAbsent()))
+	storetest.MustWrite(t, s, store.Put(store.Key{PK: "p", SK: "b"}, nil), store.Update(k).AddNum("n", 1), store.Check(store.Key{PK: "p", SK: "c"}, store.ItemAbsent()))
 	step("Write of 3 actions", map[string]int{"TransactWriteItems": 1}, 0)
-	mustWrite(t, s, store.Check(k, store.ItemExists()))
+	storetest.MustWrite(t, s, store.Check(k, store.ItemExists()))
 	step("lone ConditionCheck", map[string]int{"TransactWriteItems": 1}, 0)
 	page, err := s.Query(ctx, store.Query{PK: "p"})
 	if err != nil || len(page.Items) != 2 || page.Cursor != "" {
 		t.Fatalf("query: %d items, cursor %q, %v", len(page.Items), page.Cursor, err)
 	}
 	step("Query (one page)", map[string]int{"Query": 1}, 0)
-	mustWrite(t, s, store.Delete(k))
+	storetest.MustWrite(t, s, store.Delete(k))
 	step("Delete", map[string]int{"DeleteItem": 1}, 0)
 	// Refused before any call.
 	if _, err := s.Query(ctx, store.Query{PK: "p", Cursor: "bm90IGEgY3Vyc29y"}); !errors.Is(err, store.ErrBadCursor) {
@@ -236,7 +228,7 @@ func TestQueryCursors(t *testing.T) {
 	s, _, _, _ := newStore(t)
 	ctx := context.Background()
 	for _, sk := range []string{"a", "b", "c", "d"} {
-		mustWrite(t, s, store.Put(store.Key{PK: "p", SK: sk}, store.Item{"gsi1pk": store.S("g"), "gsi1sk": store.S("x" + sk)}))
+		storetest.MustWrite(t, s, store.Put(store.Key{PK: "p", SK: sk}, store.Item{"gsi1pk": store.S("g"), "gsi1sk": store.S("x" + sk)}))
 	}
 	for _, c := range []struct {
 		name  string

@@ -55,7 +55,7 @@ func testCondNames(t *testing.T, s store.Store) {
 			delete(want, name)
 		}
 	}
-	out := write(t, s, up.When(store.Eq("a.b", N("0"))).Returning())
+	out := MustWrite(t, s, up.When(store.Eq("a.b", N("0"))).Returning())
 	if !sameItem(out[0], want) {
 		t.Errorf("Update by odd names returned\n %s\nwant\n %s", show(out[0]), show(want))
 	}
@@ -325,15 +325,15 @@ func testCondActions(t *testing.T, s store.Store) {
 		wantItem(t, s, missing, nil)
 	}
 
-	write(t, s, store.Update(k).AddNum("v", 1).When(yes))
+	MustWrite(t, s, store.Update(k).AddNum("v", 1).When(yes))
 	want["v"] = N("2")
 	wantItem(t, s, k, want)
-	write(t, s, store.Put(k, item("v", N("3"))).When(store.Eq("v", N("2"))))
+	MustWrite(t, s, store.Put(k, item("v", N("3"))).When(store.Eq("v", N("2"))))
 	wantItem(t, s, k, stored(k, item("v", N("3"))))
-	write(t, s, store.Check(k, store.Eq("v", N("3"))))
-	write(t, s, store.Delete(k).When(store.Eq("v", N("3"))))
+	MustWrite(t, s, store.Check(k, store.Eq("v", N("3"))))
+	MustWrite(t, s, store.Delete(k).When(store.Eq("v", N("3"))))
 	wantItem(t, s, k, nil)
-	write(t, s, store.Put(k, nil).When(store.ItemAbsent()))
+	MustWrite(t, s, store.Put(k, nil).When(store.ItemAbsent()))
 	wantItem(t, s, k, stored(k, nil))
 }
 

@@ -372,7 +372,7 @@ func testFeedCommit(t *testing.T, s store.Store, f store.Feed) {
 		t.Fatal(err)
 	}
 	// Everything consumed: the next batch holds only a newer change.
-	write(t, s, store.Delete(k2))
+	MustWrite(t, s, store.Delete(k2))
 	next := readUntil(t, f, consumer, func(recs []events.DynamoDBEventRecord) bool { return len(recs) > 0 })
 	if len(next) != 1 || next[0].EventName != store.EventRemove {
 		t.Fatalf("after committing everything and deleting %s: %d records:\n%s", k2, len(next), showRecords(next))

@@ -88,7 +88,7 @@ func testLimitItemSize(t *testing.T, s store.Store) {
 	half := sized(t, k3, store.MaxItemBytes/2)
 	put(t, s, k3, half)
 	rest := store.MaxItemBytes - store.ItemSize(stored(k3, half)) - len("c")
-	write(t, s, store.Update(k3).SetAttr("c", Bin(bytes.Repeat([]byte{1}, rest))))
+	MustWrite(t, s, store.Update(k3).SetAttr("c", Bin(bytes.Repeat([]byte{1}, rest))))
 	refused(t, s, "Update one byte over", store.Update(k3).SetAttr("c", Bin(bytes.Repeat([]byte{1}, rest+1))))
 }
 
@@ -158,7 +158,7 @@ func testLimitActionCount(t *testing.T, s store.Store) {
 	if got := queryAll(t, s, store.Query{PK: "over"}); len(got) != 0 {
 		t.Errorf("a refused write of 101 actions wrote %d items", len(got))
 	}
-	write(t, s, actions(store.MaxActions, "max")...)
+	MustWrite(t, s, actions(store.MaxActions, "max")...)
 	if got := queryAll(t, s, store.Query{PK: "max"}); len(got) != store.MaxActions {
 		t.Errorf("a write of 100 actions wrote %d items", len(got))
 	}
@@ -185,7 +185,7 @@ func testLimitOneActionPerItem(t *testing.T, s store.Store) {
 	refused(t, s, "two Updates of one item", store.Update(k).AddNum("v", 1), store.Update(k).AddNum("w", 1))
 	refused(t, s, "Delete and Put of one item", store.Delete(k), store.Put(key("p", "other"), nil), store.Put(k, nil))
 	// Same pk, other sk; same sk, other pk: distinct items, fine.
-	write(t, s, store.Update(k).AddNum("v", 1), store.Put(key("p", "two"), nil), store.Put(key("q", "one"), nil))
+	MustWrite(t, s, store.Update(k).AddNum("v", 1), store.Put(key("p", "two"), nil), store.Put(key("q", "one"), nil))
 }
 
 func testLimitUTF8(t *testing.T, s store.Store) {
@@ -331,7 +331,7 @@ func testLimitWriteSize(t *testing.T, s store.Store) {
 		return as
 	}
 	refused(t, s, "11 items of 390 KB in one write", actions(11, "over")...)
-	write(t, s, actions(10, "ok")...)
+	MustWrite(t, s, actions(10, "ok")...)
 	if got := len(queryAll(t, s, store.Query{PK: "ok"})); got != 10 {
 		t.Errorf("10 items of 390 KB: %d written", got)
 	}

@@ -305,10 +305,10 @@ func testQueryIndex(t *testing.T, s store.Store) {
 	}
 
 	// Updates move items in and out of the index.
-	write(t, s, store.Update(key("a", "1")).Del(store.AttrGSI1SK))
-	write(t, s, store.Update(key("d", "1")).SetAttr(store.AttrGSI1SK, S("0")).SetAttr("v", S("d1")))
-	write(t, s, store.Update(key("c", "1")).SetAttr(store.AttrGSI1PK, S("other")))
-	write(t, s, store.Delete(key("b", "2")))
+	MustWrite(t, s, store.Update(key("a", "1")).Del(store.AttrGSI1SK))
+	MustWrite(t, s, store.Update(key("d", "1")).SetAttr(store.AttrGSI1SK, S("0")).SetAttr("v", S("d1")))
+	MustWrite(t, s, store.Update(key("c", "1")).SetAttr(store.AttrGSI1PK, S("other")))
+	MustWrite(t, s, store.Delete(key("b", "2")))
 	p = query(t, s, store.Query{Index: store.IndexGSI1, PK: "g"})
 	if got, want := vals(p.Items), []string{"d1", "b1"}; !slices.Equal(got, want) {
 		t.Errorf("index partition g after updates: %q, want %q", got, want)
@@ -407,7 +407,7 @@ func testQueryPageCap(t *testing.T, s store.Store) {
 	// The index pages by the same rule.
 	for i, it := range items {
 		k := it.Key()
-		write(t, s, store.Update(k).SetAttr(store.AttrGSI1PK, S("bigidx")).SetAttr(store.AttrGSI1SK, S(fmt.Sprintf("%02d", count-i))))
+		MustWrite(t, s, store.Update(k).SetAttr(store.AttrGSI1PK, S("bigidx")).SetAttr(store.AttrGSI1SK, S(fmt.Sprintf("%02d", count-i))))
 		items[i] = stored(k, it.Clone())
 		items[i][store.AttrGSI1PK], items[i][store.AttrGSI1SK] = S("bigidx"), S(fmt.Sprintf("%02d", count-i))
 	}

@@ -125,7 +125,9 @@ func item(kv ...any) store.Item {
 // stored is how item looks when read back from k: with pk and sk.
 func stored(k store.Key, it store.Item) store.Item { return store.WithKey(it, k) }
 
-func write(t *testing.T, s store.Store, actions ...store.Action) []store.Item {
+// MustWrite applies actions in one Write and returns its results, failing
+// the test on an error or on results that are not one per action.
+func MustWrite(t *testing.T, s store.Store, actions ...store.Action) []store.Item {
 	t.Helper()
 	out, err := s.Write(t.Context(), actions...)
 	if err != nil {
@@ -139,7 +141,7 @@ func write(t *testing.T, s store.Store, actions ...store.Action) []store.Item {
 
 func put(t *testing.T, s store.Store, k store.Key, it store.Item) {
 	t.Helper()
-	write(t, s, store.Put(k, it))
+	MustWrite(t, s, store.Put(k, it))
 }
 
 // get returns the item at k, or nil when there is none.
@@ -332,12 +334,12 @@ func testPutGetDelete(t *testing.T, s store.Store) {
 	put(t, s, k2, nil)
 	wantItem(t, s, k2, stored(k2, nil))
 
-	write(t, s, store.Delete(k))
+	MustWrite(t, s, store.Delete(k))
 	wantItem(t, s, k, nil)
 	wantItem(t, s, k2, stored(k2, nil))
 	// Deleting a missing item is not an error.
-	write(t, s, store.Delete(k))
-	write(t, s, store.Delete(key("nowhere", "x")))
+	MustWrite(t, s, store.Delete(k))
+	MustWrite(t, s, store.Delete(key("nowhere", "x")))
 }
 
 func testPutKey(t *testing.T, s store.Store) {
@@ -374,7 +376,7 @@ func testCopies(t *testing.T, s store.Store) {
 	mutate(got)
 	wantItem(t, s, k, want)
 
-	out := write(t, s, store.Update(k).SetAttr("z", S("z")).Returning())
+	out := MustWrite(t, s, store.Update(k).SetAttr("z", S("z")).Returning())
 	want["z"] = S("z")
 	mutate(out[0])
 	wantItem(t, s, k, want)
@@ -388,7 +390,7 @@ func testCopies(t *testing.T, s store.Store) {
 
 	// The Set map of an Update is the caller's too.
 	set := store.Update(k).SetAttr("y", L(S("in")))
-	write(t, s, set)
+	MustWrite(t, s, set)
 	set.Set["y"].(*types.AttributeValueMemberL).Value[0] = S("changed")
 	want["y"] = L(S("in"))
 	wantItem(t, s, k, want)
@@ -487,7 +489,7 @@ func testAttributeTypes(t *testing.T, s store.Store) {
 	for name, v := range attributeZoo() {
 		up = up.SetAttr(name, v)
 	}
-	out := write(t, s, up.Returning())
+	out := MustWrite(t, s, up.Returning())
 	if !sameItem(out[0], stored(k2, attributeZoo())) {
 		t.Errorf("Update returned\n %s\nwant\n %s", show(out[0]), show(stored(k2, attributeZoo())))
 	}

@@ -21,7 +21,7 @@ var updateCases = []testCase{
 func testUpdateSetAddRemove(t *testing.T, s store.Store) {
 	k := key("u", "1")
 	put(t, s, k, item("a", S("x"), "n", N("5"), "gone", S("bye"), "keep", L(S("k"))))
-	out := write(t, s, store.Update(k).
+	out := MustWrite(t, s, store.Update(k).
 		SetAttr("a", S("y")).
 		SetAttr("new", M(item("deep", Bool(true)))).
 		AddNum("n", -7).
@@ -35,17 +35,17 @@ func testUpdateSetAddRemove(t *testing.T, s store.Store) {
 	wantItem(t, s, k, want)
 
 	// SET replaces a value of another type.
-	write(t, s, store.Update(k).SetAttr("n", S("now a string")))
+	MustWrite(t, s, store.Update(k).SetAttr("n", S("now a string")))
 	want["n"] = S("now a string")
 	wantItem(t, s, k, want)
 	// Removing every non-key attribute leaves the keys.
-	write(t, s, store.Update(k).Del("a", "new", "n", "c", "keep"))
+	MustWrite(t, s, store.Update(k).Del("a", "new", "n", "c", "keep"))
 	wantItem(t, s, k, stored(k, nil))
 }
 
 func testUpdateCreates(t *testing.T, s store.Store) {
 	k := key("u", "set")
-	out := write(t, s, store.Update(k).SetAttr("a", S("x")).Returning())
+	out := MustWrite(t, s, store.Update(k).SetAttr("a", S("x")).Returning())
 	if !sameItem(out[0], stored(k, item("a", S("x")))) {
 		t.Errorf("Update of a missing item returned %s", show(out[0]))
 	}
@@ -53,17 +53,17 @@ func testUpdateCreates(t *testing.T, s store.Store) {
 
 	// ADD counts a missing attribute as 0; negative numbers subtract.
 	k = key("u", "add")
-	out = write(t, s, store.Update(k).AddNum("n", -5).Returning())
+	out = MustWrite(t, s, store.Update(k).AddNum("n", -5).Returning())
 	if !sameItem(out[0], stored(k, item("n", N("-5")))) {
 		t.Errorf("ADD on a missing item returned %s", show(out[0]))
 	}
-	write(t, s, store.Update(k).AddNum("n", 12))
+	MustWrite(t, s, store.Update(k).AddNum("n", 12))
 	wantItem(t, s, k, stored(k, item("n", N("7"))))
 
 	// Even an Update that only removes creates the item (with its keys),
 	// as DynamoDB's UpdateItem does.
 	k = key("u", "remove")
-	out = write(t, s, store.Update(k).Del("x").Returning())
+	out = MustWrite(t, s, store.Update(k).Del("x").Returning())
 	if !sameItem(out[0], stored(k, nil)) {
 		t.Errorf("REMOVE on a missing item returned %s", show(out[0]))
 	}
@@ -87,7 +87,7 @@ func testUpdateAddDecimal(t *testing.T, s store.Store) {
 	} {
 		k := key("add", fmt.Sprint(i))
 		put(t, s, k, item("n", N(tc.start)))
-		out := write(t, s, store.Update(k).AddNum("n", 1).Returning())
+		out := MustWrite(t, s, store.Update(k).AddNum("n", 1).Returning())
 		if !store.Equal(out[0]["n"], N(tc.want)) {
 			t.Errorf("%s + 1 = %s, want %s", tc.start, showValue(out[0]["n"]), tc.want)
 		}
@@ -169,21 +169,21 @@ func testUpdateOversize(t *testing.T, s store.Store) {
 
 func testUpdateReturns(t *testing.T, s store.Store) {
 	a, b := key("u", "a"), key("u", "b")
-	out := write(t, s, store.Update(a).SetAttr("v", N("1")))
+	out := MustWrite(t, s, store.Update(a).SetAttr("v", N("1")))
 	if out[0] != nil {
 		t.Errorf("Update without Returning returned %s", show(out[0]))
 	}
-	out = write(t, s, store.Update(a).AddNum("v", 1), store.Put(b, nil), store.Delete(key("u", "c")))
+	out = MustWrite(t, s, store.Update(a).AddNum("v", 1), store.Put(b, nil), store.Delete(key("u", "c")))
 	for i, it := range out {
 		if it != nil {
 			t.Errorf("result %d of a three-action write is %s, want nil", i, show(it))
 		}
 	}
-	out = write(t, s, store.Put(b, item("x", S("y"))))
+	out = MustWrite(t, s, store.Put(b, item("x", S("y"))))
 	if out[0] != nil {
 		t.Errorf("Put returned %s", show(out[0]))
 	}
-	out = write(t, s, store.Update(a).AddNum("v", 1).Returning())
+	out = MustWrite(t, s, store.Update(a).AddNum("v", 1).Returning())
 	if !sameItem(out[0], stored(a, item("v", N("3")))) {
 		t.Errorf("Update.Returning() returned %s", show(out[0]))
 	}
@@ -201,7 +201,7 @@ func testWriteAll(t *testing.T, s store.Store) {
 	put(t, s, key("w", "upd"), item("n", N("1")))
 	put(t, s, key("w", "del"), item("x", S("x")))
 	put(t, s, key("w", "chk"), item("ok", Bool(true)))
-	write(t, s,
+	MustWrite(t, s,
 		store.Put(key("w", "new"), item("a", S("a"))).When(store.ItemAbsent()),
 		store.Update(key("w", "upd")).AddNum("n", 1).SetAttr("s", S("set")).When(store.Eq("n", N("1"))),
 		store.Delete(key("w", "del")).When(store.ItemExists()),
@@ -227,7 +227,7 @@ func testWriteAtomic(t *testing.T, s store.Store) {
 				put(t, s, k, item("v", N(fmt.Sprint(i))))
 				state[k] = stored(k, item("v", N(fmt.Sprint(i))))
 			} else {
-				write(t, s, store.Delete(k))
+				MustWrite(t, s, store.Delete(k))
 				state[k] = nil
 			}
 		}
@@ -272,7 +272,7 @@ func testWriteAtomic(t *testing.T, s store.Store) {
 	}
 	// And the same write without a failing condition applies in full.
 	seed()
-	write(t, s, actions(-1)...)
+	MustWrite(t, s, actions(-1)...)
 	wantItem(t, s, key("w", "0"), stored(key("w", "0"), item("v", S("new"))))
 	wantItem(t, s, key("w", "1"), stored(key("w", "1"), item("v", N("100"), "touched", Bool(true))))
 	wantItem(t, s, key("w", "2"), nil)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamostream"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 )
 
 // change is what the feed must carry for one committed write of one key.
@@ -31,7 +32,7 @@ func TestStreamFeed(t *testing.T) {
 	s, client, table := newStore(t)
 	ctx := context.Background()
 	a, b, c := store.Key{PK: "p", SK: "a"}, store.Key{PK: "p", SK: "b"}, store.Key{PK: "q", SK: "c"}
-	mustWrite(t, s, store.Put(store.Key{PK: "before", SK: "feed"}, nil)) // before the feed: not delivered
+	storetest.MustWrite(t, s, store.Put(store.Key{PK: "before", SK: "feed"}, nil)) // before the feed: not delivered
 
 	streams := local.StreamsClient()
 	feed, err := dynamostream.NewFeed(ctx, streams, client, table, dynamostream.WithPollInterval(20*time.Millisecond))
@@ -191,8 +192,8 @@ func TestStreamFeedOnAnEmptyTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, other, store.Put(store.Key{PK: "other", SK: "1"}, nil))
-	mustWrite(t, s, store.Put(store.Key{PK: "mine", SK: "1"}, nil))
+	storetest.MustWrite(t, other, store.Put(store.Key{PK: "other", SK: "1"}, nil))
+	storetest.MustWrite(t, s, store.Put(store.Key{PK: "mine", SK: "1"}, nil))
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	recs, err := feed.Read(rctx, "fn", 10)
@@ -237,7 +238,7 @@ func TestStreamFeedConcurrentConsumers(t *testing.T) {
 		})
 	}
 	for i := range n {
-		mustWrite(t, s, store.Put(store.Key{PK: "p", SK: fmt.Sprintf("%03d", i)}, nil))
+		storetest.MustWrite(t, s, store.Put(store.Key{PK: "p", SK: fmt.Sprintf("%03d", i)}, nil))
 	}
 	wg.Wait()
 	for i, keys := range got {

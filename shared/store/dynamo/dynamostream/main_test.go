@@ -1,13 +1,11 @@
 package dynamostream_test
 
 import (
-	"context"
 	"os"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 )
@@ -26,13 +24,4 @@ func newStore(t *testing.T) (*dynamo.Store, *dynamodb.Client, string) {
 	t.Helper()
 	client, table := dynamolocal.NewTable(t, local)
 	return dynamo.New(client, table), client, table
-}
-
-func mustWrite(t *testing.T, s store.Store, actions ...store.Action) []store.Item {
-	t.Helper()
-	out, err := s.Write(context.Background(), actions...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
