@@ -448,7 +448,8 @@ func (p pattern) bind(segs []string) map[string]string {
 	return params
 }
 
-// splitInto appends path's segments (as split returns them) to dst.
+// splitInto appends path's segments after the leading slash to dst: the
+// pieces strings.Split gives, empty ones included.
 func splitInto(dst []string, path string) []string {
 	path = strings.TrimPrefix(path, "/")
 	if path == "" {
@@ -464,13 +465,8 @@ func splitInto(dst []string, path string) []string {
 	}
 }
 
-func split(path string) []string {
-	path = strings.TrimPrefix(path, "/")
-	if path == "" {
-		return nil
-	}
-	return strings.Split(path, "/")
-}
+// split returns path's segments after the leading slash (nil for none).
+func split(path string) []string { return splitInto(nil, path) }
 
 // Shape is the path with every parameter name replaced by "{}", so that two
 // patterns that API Gateway would treat as the same route compare equal.
