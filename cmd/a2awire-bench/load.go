@@ -218,7 +218,7 @@ func harnessRow(ctx context.Context, conns, rounds int, round time.Duration) Row
 	vals["cpu_ratio"] = vals["bare_cpu_us_per_req"] / vals["harness_cpu_us_per_req"]
 	row.Values = vals
 	row.Status = within(median >= 0.7)
-	row.Result = fmt.Sprintf("%.2f (median of %d rounds, %.2f–%.2f, pooled %.2f; harness %.0f req/s, p50 %.2f ms, p99 %.2f ms, %.0f µs CPU/req; bare %.0f req/s, p50 %.2f ms, p99 %.2f ms, %.0f µs CPU/req; CPU ratio %.2f)",
+	row.Result = fmt.Sprintf("%.3f (median of %d rounds, %.2f–%.2f, pooled %.2f; harness %.0f req/s, p50 %.2f ms, p99 %.2f ms, %.0f µs CPU/req; bare %.0f req/s, p50 %.2f ms, p99 %.2f ms, %.0f µs CPU/req; CPU ratio %.2f)",
 		median, len(ratios), lo, hi, pooled, vals["harness_rps"], vals["harness_p50_ms"], vals["harness_p99_ms"], vals["harness_cpu_us_per_req"],
 		vals["bare_rps"], vals["bare_p50_ms"], vals["bare_p99_ms"], vals["bare_cpu_us_per_req"], vals["cpu_ratio"])
 	return row
