@@ -68,6 +68,7 @@ func parseGoBench(r io.Reader) (map[string]benchStat, error) {
 	return out, nil
 }
 
+// median is the middle of v (the upper middle of an even count), 0 for none.
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
