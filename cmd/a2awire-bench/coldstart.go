@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,14 +85,24 @@ var errPortTaken = errors.New("emulator port taken before it could listen")
 // coldStart is coldStartOnce, again on new ports when one was taken: a
 // lost race for a port says nothing about the function.
 func coldStart(ctx context.Context, rie string, t coldTarget) (coldSample, error) {
+	return retryPortTaken(func() (coldSample, error) { return coldStartOnce(ctx, rie, t) })
+}
+
+// retryPortTaken calls start until it returns something other than
+// errPortTaken, at most three times.
+func retryPortTaken(start func() (coldSample, error)) (coldSample, error) {
 	for range 3 {
-		s, err := coldStartOnce(ctx, rie, t)
+		s, err := start()
 		if !errors.Is(err, errPortTaken) {
 			return s, err
 		}
 	}
-	return coldSample{}, fmt.Errorf("%s: %w three times", t.name, errPortTaken)
+	return coldSample{}, fmt.Errorf("%w three times", errPortTaken)
 }
+
+// portTaken reports whether the emulator's output says it could not
+// listen because its address was in use.
+func portTaken(out string) bool { return strings.Contains(out, "address already in use") }
 
 // coldStartOnce starts t's bootstrap under the emulator once: INIT is the
 // emulator's INIT REPORT (bootstrap start to its first /next), first is
@@ -134,7 +143,7 @@ func coldStartOnce(ctx context.Context, rie string, t coldTarget) (coldSample, e
 			c.Close()
 			break
 		}
-		if strings.Contains(out.String(), "address already in use") {
+		if portTaken(out.String()) {
 			return coldSample{}, errPortTaken
 		}
 		if time.Since(start) > 15*time.Second {
@@ -155,7 +164,7 @@ func coldStartOnce(ctx context.Context, rie string, t coldTarget) (coldSample, e
 	req, _ := http.NewRequestWithContext(ictx, http.MethodPost, "http://"+ports[0]+"/2015-03-31/functions/function/invocations", bytes.NewReader(payload))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		if strings.Contains(out.String(), "address already in use") {
+		if portTaken(out.String()) {
 			return coldSample{}, errPortTaken
 		}
 		return coldSample{}, fmt.Errorf("invoke: %w\n%s", err, out.String())
@@ -286,53 +295,13 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, ta
 			return []Row{failed(Row{ID: "3", Name: "cold start"}, err)}
 		}
 	}
-	samples := map[string][]coldSample{}
-	ratios := map[string][]float64{}
-	errs := map[string]error{}
-	start := func(t coldTarget) (coldSample, bool) {
-		if errs[t.name] != nil {
-			return coldSample{}, false
-		}
-		s, err := coldStart(ctx, rie, t)
-		if err != nil {
-			errs[t.name] = err
-			return coldSample{}, false
-		}
-		return s, true
-	}
-	// The baseline starts right before every other target, and each
-	// function's ratio is the median of its INIT over the baseline start
-	// just before it: a shared machine drifts during a run (DynamoDB
-	// Local's JIT, other tenants), and a pair started back to back sees
-	// the same machine. Round 0 warms the page cache and is not counted.
-	for round := range n + 1 {
-		for _, t := range targets[1:] {
-			b, okb := start(targets[0])
-			s, ok := start(t)
-			if round == 0 {
-				continue
-			}
-			if okb {
-				samples[targets[0].name] = append(samples[targets[0].name], b)
-			}
-			if ok {
-				samples[t.name] = append(samples[t.name], s)
-			}
-			if okb && ok && b.init > 0 {
-				ratios[t.name] = append(ratios[t.name], float64(s.init)/float64(b.init))
-			}
-		}
-	}
+	samples, ratios, errs := pairedStarts(targets, n, func(t coldTarget) (coldSample, error) { return coldStart(ctx, rie, t) })
 	medianDur := func(name string, pick func(coldSample) time.Duration) time.Duration {
-		var ds []time.Duration
+		var ds []float64
 		for _, s := range samples[name] {
-			ds = append(ds, pick(s))
+			ds = append(ds, float64(pick(s)))
 		}
-		slices.Sort(ds)
-		if len(ds) == 0 {
-			return 0
-		}
-		return ds[len(ds)/2]
+		return time.Duration(median(ds))
 	}
 	initOf := func(s coldSample) time.Duration { return s.init }
 	firstOf := func(s coldSample) time.Duration { return s.first }
@@ -390,6 +359,50 @@ func coldRows(ctx context.Context, root, rie, dir string, functions []string, ta
 		Target: "each ≤ 12 MB", Status: within(ok), Values: vals,
 		Method: "stat of make build's linux/arm64 outputs (CGO off, -trimpath, -s -w, lambda.norpc)"})
 	return rows
+}
+
+// pairedStarts starts targets[0] (the baseline) right before every other
+// target, n counted rounds after one warm-up round, and returns each
+// target's counted samples, each other target's ratios of its INIT over the
+// baseline start just before it, and the error that stopped a target's
+// starts. A shared machine drifts during a run (DynamoDB Local's JIT, other
+// tenants), and a pair started back to back sees the same machine; the
+// warm-up round pays for the cold page cache.
+func pairedStarts(targets []coldTarget, n int, start func(coldTarget) (coldSample, error)) (map[string][]coldSample, map[string][]float64, map[string]error) {
+	samples := map[string][]coldSample{}
+	ratios := map[string][]float64{}
+	errs := map[string]error{}
+	try := func(t coldTarget) (coldSample, bool) {
+		if errs[t.name] != nil {
+			return coldSample{}, false
+		}
+		s, err := start(t)
+		if err != nil {
+			errs[t.name] = err
+			return coldSample{}, false
+		}
+		return s, true
+	}
+	base := targets[0].name
+	for round := range n + 1 {
+		for _, t := range targets[1:] {
+			b, okb := try(targets[0])
+			s, ok := try(t)
+			if round == 0 {
+				continue
+			}
+			if okb {
+				samples[base] = append(samples[base], b)
+			}
+			if ok {
+				samples[t.name] = append(samples[t.name], s)
+			}
+			if okb && ok && b.init > 0 {
+				ratios[t.name] = append(ratios[t.name], float64(s.init)/float64(b.init))
+			}
+		}
+	}
+	return samples, ratios, errs
 }
 
 // sizesID is the binary sizes row's id, after every cold-start row.
