@@ -6,8 +6,8 @@
 // not compete with the load generator), prints one table and writes
 // bench/results.json (and results.md, the same table for the README).
 //
-// It is a measurement tool, not a test: nothing here runs in `make test`
-// except the rendering test.
+// It is a measurement tool, not a test: `make test` runs only its unit
+// tests, which measure nothing.
 package main
 
 import (
