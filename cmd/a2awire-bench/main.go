@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.round, "round", time.Second, "duration of one round")
 	// 9, not 5: on a 2-core machine a single slow start moves a median of
 	// 5 by the whole of INIT's 1.5× margin (one of three runs failed
-	// functions whose true ratio is 1.25×); 9 held six runs to ≤ 1.39×.
+	// functions whose true ratio is 1.25×); 9 held seven runs to ≤ 1.44×.
 	fs.IntVar(&c.cold, "cold", 9, "cold starts per function, after a warm-up round")
 	fs.IntVar(&c.fanoutEvents, "fanout-events", 5, "events in the webhook fan-out row, each delivered to 100 receivers")
 	fs.Int64Var(&c.requests, "requests", 100_000, "requests before the second memory reading")
