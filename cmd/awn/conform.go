@@ -31,7 +31,10 @@ func (a *app) conformCommand() *cobra.Command {
 		Short: "Check a provider against the A2AWire conformance checklist",
 		Long: `conform sends the probes of the DESIGN §3 checklist to an endpoint and prints
 one line per item, starting with PASS, FAIL or SKIP, then a summary. It exits 1
-when any item fails.
+when any item fails. A line starting with NOTE follows an item where the
+provider does less than the network's own providers but all the published
+checklist asks (a framework's own 422 body, no X-A2AWire-Replayed header): it
+is not a failure.
 
 --input is an input the task succeeds on (default {}); --bad-input one it must
 refuse with 400 invalid_input (without it that item is SKIP); --stateful adds
@@ -148,6 +151,9 @@ func (a *app) conformOne(ctx context.Context, t conform.Target, timeout time.Dur
 				return
 			}
 			fmt.Fprintln(a.stdout, checkLine(c))
+			for _, n := range c.Notes {
+				fmt.Fprintln(a.stdout, noteLine(c.Name, n))
+			}
 		},
 	}
 	checks, err := r.Run(ctx, t)
@@ -155,8 +161,9 @@ func (a *app) conformOne(ctx context.Context, t conform.Target, timeout time.Dur
 		return endpointReport{}, usageErrorf("%v", err)
 	}
 	rep := endpointReport{Endpoint: t.Endpoint, Checks: checks}
-	skipped := 0
+	skipped, notes := 0, 0
 	for _, c := range checks {
+		notes += len(c.Notes)
 		switch c.Status {
 		case conform.Pass:
 			rep.Passed++
@@ -167,7 +174,14 @@ func (a *app) conformOne(ctx context.Context, t conform.Target, timeout time.Dur
 		}
 	}
 	if !a.json {
-		fmt.Fprintf(a.stdout, "%d passed, %d failed, %d skipped\n", rep.Passed, rep.Failed, skipped)
+		summary := fmt.Sprintf("%d passed, %d failed, %d skipped", rep.Passed, rep.Failed, skipped)
+		switch {
+		case notes == 1:
+			summary += ", 1 note"
+		case notes > 1:
+			summary += fmt.Sprintf(", %d notes", notes)
+		}
+		fmt.Fprintln(a.stdout, summary)
 	}
 	fmt.Fprintf(a.stderr, "conform: %s done in %s\n", t.Endpoint, time.Since(start).Round(time.Millisecond))
 	return rep, nil
@@ -177,6 +191,12 @@ func (a *app) conformOne(ctx context.Context, t conform.Target, timeout time.Dur
 // name padded so details line up, and the detail.
 func checkLine(c conform.Check) string {
 	return fmt.Sprintf("%-4s  %-19s  %s", strings.ToUpper(string(c.Status)), c.Name, c.Detail)
+}
+
+// noteLine is the human line of one note on item name, aligned with the
+// verdict lines.
+func noteLine(name, note string) string {
+	return fmt.Sprintf("%-4s  %-19s  %s", "NOTE", name, note)
 }
 
 // reach sends one GET to endpoint and returns the transport error, if any:

@@ -286,3 +286,67 @@ func TestConformFixturesUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// TestConformNotes: a provider that answers a non-POST with 405 and Allow:
+// POST but FastAPI's own body passes with exit 0; a NOTE line follows the
+// item's PASS line, the summary counts the note, and the JSON document keeps
+// its fields with the note inside the item's detail.
+func TestConformNotes(t *testing.T) {
+	t.Parallel()
+	base := gateway(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			_, _ = io.WriteString(w, `{"detail":"Method Not Allowed"}`)
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, punctualURL(base), r.Body)
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	args := []string{"conform", srv.URL, "--task", "ping"}
+
+	r := awn(t, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("want exit 0: %v", r)
+	}
+	lines := strings.Split(r.stdout, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "PASS  "+conform.NonPost405+" ") })
+	if i < 0 || i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "NOTE  "+conform.NonPost405+" ") ||
+		!strings.Contains(lines[i+1], `{"detail":"Method Not Allowed"}`) {
+		t.Fatalf("no NOTE line after the non-post-405 verdict:\n%s", r.stdout)
+	}
+	if n := strings.Count(r.stdout, "\nNOTE  "); n != 1 {
+		t.Errorf("%d NOTE lines, want 1:\n%s", n, r.stdout)
+	}
+	names := conform.Names(false)
+	if want := strconv.Itoa(len(names)-1) + " passed, 0 failed, 1 skipped, 1 note\n"; !strings.HasSuffix(r.stdout, want) {
+		t.Errorf("stdout does not end with %q:\n%s", want, r.stdout)
+	}
+
+	r = awn(t, nil, append(args, "--json")...)
+	if r.code != 0 {
+		t.Fatalf("want exit 0: %v", r)
+	}
+	var raw json.RawMessage
+	decodeStrict(t, r.stdout, &raw)
+	rep := checkShape(t, raw)
+	for _, c := range rep.Checks {
+		if c.Name == conform.NonPost405 && (c.Status != conform.Pass || !strings.Contains(c.Detail, `; note: 405 {"detail":"Method Not Allowed"}`)) {
+			t.Errorf("JSON check %+v", c)
+		}
+	}
+}

@@ -7,6 +7,23 @@
 // providers, repeated task ids, then reports one named pass, fail or skip item
 // per rule in a fixed order. `awn conform`, the fixture tests and CI all read
 // the same verdicts, so a name here is an interface: do not rename items.
+//
+// A verdict judges the protocol's published checklist, what every provider
+// on the network is promised to do. Where the network's own providers do
+// more than that checklist asks, a provider that does only what it asks
+// passes, and the difference is a note on the item (Check.Notes), never a
+// failure:
+//
+//	item                  the published checklist      the network's providers also
+//	malformed-body-422,   422 (a framework's own       answer {error, message}
+//	invalid-request-422   validation error body)
+//	non-json-415          415 or 422                   answer {error, message}
+//	non-post-405          405 with Allow: POST         answer {error, message}
+//	input-defaults        absent input reads as {}     read input null as {} too
+//	replay-identical      a repeat gets the stored     mark it X-A2AWire-Replayed: true
+//	                      answer
+//	reused-key-409        a repeated id gets the       refuse another body with 409
+//	                      stored answer                idempotency_key_reused
 package conform
 
 import (
@@ -43,6 +60,27 @@ type Check struct {
 	Name   string `json:"name"`
 	Status Status `json:"status"`
 	Detail string `json:"detail"`
+	// Notes are what the provider does otherwise than the network's own
+	// providers where the seed's checklist allows it: informational, never
+	// a failure. In JSON they follow the detail, each after "; note: ", so
+	// that the document keeps its three fields.
+	Notes []string `json:"-"`
+}
+
+// notePrefix introduces each note inside a JSON detail.
+const notePrefix = "; note: "
+
+// MarshalJSON writes the check's three fields, the notes inside detail.
+func (c Check) MarshalJSON() ([]byte, error) {
+	d := c.Detail
+	for _, n := range c.Notes {
+		d += notePrefix + n
+	}
+	return json.Marshal(struct {
+		Name   string `json:"name"`
+		Status Status `json:"status"`
+		Detail string `json:"detail"`
+	}{c.Name, c.Status, d})
 }
 
 // Item names, in the order Run reports them. They are stable: scripts and
@@ -61,26 +99,29 @@ const (
 	InputDefaults = "input-defaults"
 	// BadInput400: the caller's bad input → 400 invalid_input {error, message}.
 	BadInput400 = "bad-input-400"
-	// MalformedBody422: a body that is not JSON → 422.
+	// MalformedBody422: a body that is not JSON → 422, with any body (the
+	// published "framework validation error"; not {error, message} is a note).
 	MalformedBody422 = "malformed-body-422"
 	// InvalidRequest422: JSON that is not an invocation (not an object, task
-	// missing or not a string, input not an object) → 422.
+	// missing or not a string, input not an object) → 422, with any body.
 	InvalidRequest422 = "invalid-request-422"
 	// UnknownCapability: a task the provider does not advertise → 4xx error shape.
 	UnknownCapability = "unknown-capability"
-	// NonPost405: GET → 405 with Allow: POST.
+	// NonPost405: GET → 405 with Allow: POST, with any body.
 	NonPost405 = "non-post-405"
-	// NonJSON415: Content-Type text/plain → 415 (or 422).
+	// NonJSON415: Content-Type text/plain → 415 (or 422), with any body.
 	NonJSON415 = "non-json-415"
 	// ToleratesTaskID: the good invocation with X-A2AWire-Task-Id → 200.
 	ToleratesTaskID = "tolerates-task-id"
 	// ReplayIdentical (stateful): repeating a completed task id returns the
-	// same status and body, marked X-A2AWire-Replayed: true; an id that
-	// differs only after a comma ("<id>,a" then "<id>,b") is another task,
-	// not a replay (task ids are taken exactly as sent, DESIGN §3).
+	// same status and body (without X-A2AWire-Replayed: true is a note); an
+	// id that differs only after a comma ("<id>,a" then "<id>,b") is another
+	// task, not a replay (task ids are taken exactly as sent, DESIGN §3).
 	ReplayIdentical = "replay-identical"
 	// ReusedKey409 (stateful): the same task id with a different body → 409
-	// idempotency_key_reused.
+	// idempotency_key_reused, or the stored answer unchanged (what the
+	// published protocol says of any repeated id; a note); never a new
+	// execution.
 	ReusedKey409 = "reused-key-409"
 	// ActsOnce (stateful): a burst of concurrent and sequential repeats of one
 	// task id acts once: one 200 body for all, and the target's effect count
@@ -195,6 +236,7 @@ func (r *Runner) Run(ctx context.Context, t Target) ([]Check, error) {
 			c.Status, c.Detail = Fail, "not run: the endpoint could not be reached: "+unreachable.Error()
 		default:
 			c.Status, c.Detail = it.run(ctx)
+			c.Notes, s.notes = s.notes, nil
 			// A first probe that never got an answer means none will: fail
 			// the rest at once rather than wait out every timeout again.
 			if len(checks) == 0 && s.first.err != nil {
@@ -217,10 +259,17 @@ type session struct {
 
 	first    exchange // the good invocation of accepts-post-json
 	replayID string   // the task id replay-identical completed
+	replayed exchange // its first answer
+	notes    []string // the running item's notes
 
 	mu   sync.Mutex
 	oks  []exchange // every 200 seen, for no-error-in-200
 	sent int
+}
+
+// note records an observation on the running item that is not a failure.
+func (s *session) note(format string, args ...any) {
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
 }
 
 type item struct {
@@ -415,6 +464,23 @@ func wantCode(x exchange, code protocol.Code) (Status, string) {
 	return st, d
 }
 
+// wantRefusal judges an answer the published checklist fixes by its status
+// alone (405, 415, 422, where a framework answers with its own body): the
+// wrong status fails; a body that is not {error, message} is noted, with
+// what the verifier found, and the item passes.
+func (s *session) wantRefusal(x exchange, want func(int) bool, what string) (Status, string) {
+	if x.err != nil {
+		return Fail, seen(x)
+	}
+	if !want(x.status) {
+		return Fail, fmt.Sprintf("want %s, got %s", what, seen(x))
+	}
+	if err := verify(x); err != nil {
+		s.note("%s: %s; the network's providers answer {error, message} here, the published checklist does not ask it", seen(x), err)
+	}
+	return Pass, seen(x)
+}
+
 func is(status int) func(int) bool { return func(s int) bool { return s == status } }
 
 func (s *session) acceptsPostJSON(ctx context.Context) (Status, string) {
@@ -470,6 +536,10 @@ func (s *session) inputDefaults(ctx context.Context) (Status, string) {
 		switch {
 		case x.err != nil:
 			problems = append(problems, p.label+": "+seen(x))
+		case x.status == http.StatusUnprocessableEntity && ref.status != http.StatusUnprocessableEntity && p.label == "input null":
+			// The published protocol defaults an absent input only; an
+			// explicit null is a value a framework's schema may refuse.
+			s.note("input null was refused as an invalid request (%s); the network's providers read it as input {}, the published checklist defaults only an absent input", seen(x))
 		case x.status == http.StatusUnprocessableEntity && ref.status != http.StatusUnprocessableEntity:
 			problems = append(problems, p.label+" was refused as an invalid request ("+seen(x)+"); input must default to {}")
 		case x.status != ref.status:
@@ -513,7 +583,7 @@ func (s *session) badInput(ctx context.Context) (Status, string) {
 
 func (s *session) malformedBody(ctx context.Context) (Status, string) {
 	x := s.send(ctx, probe{label: "malformed body", method: http.MethodPost, contentType: "application/json", body: []byte(`{]`)})
-	return wantError(x, is(http.StatusUnprocessableEntity), "422 for the body {]")
+	return s.wantRefusal(x, is(http.StatusUnprocessableEntity), "422 for the body {]")
 }
 
 func (s *session) invalidRequest(ctx context.Context) (Status, string) {
@@ -523,18 +593,25 @@ func (s *session) invalidRequest(ctx context.Context) (Status, string) {
 		{label: "task not a string", body: []byte(`{"task":5,"input":{}}`)},
 		{label: "input not an object", body: mustJSON(map[string]any{"task": s.t.Task, "input": []int{1}})},
 	}
-	var problems, codes []string
+	var problems, codes, bodies []string
 	for _, p := range probes {
 		p.method, p.contentType = http.MethodPost, "application/json"
 		x := s.send(ctx, p)
-		if st, d := wantError(x, is(http.StatusUnprocessableEntity), "422"); st != Pass {
-			problems = append(problems, p.label+": "+d)
+		if x.err != nil || x.status != http.StatusUnprocessableEntity {
+			problems = append(problems, p.label+": want 422, got "+seen(x))
 			continue
 		}
 		codes = append(codes, p.label+" → "+brief(x))
+		if err := verify(x); err != nil {
+			bodies = append(bodies, fmt.Sprintf("%s: %s: %s", p.label, seen(x), err))
+		}
 	}
 	if len(problems) > 0 {
 		return Fail, strings.Join(problems, "; ")
+	}
+	if len(bodies) > 0 {
+		s.note("%d of %d answers are not {error, message} (%s); the network's providers answer {error, message} here, the published checklist does not ask it",
+			len(bodies), len(probes), bodies[0])
 	}
 	return Pass, strings.Join(codes, "; ")
 }
@@ -550,7 +627,12 @@ func (s *session) unknownCapability(ctx context.Context) (Status, string) {
 
 func (s *session) nonPost(ctx context.Context) (Status, string) {
 	x := s.send(ctx, probe{label: "GET", method: http.MethodGet})
-	st, d := wantError(x, is(http.StatusMethodNotAllowed), "405")
+	// HTTP itself requires Allow on a 405, so its absence fails whatever
+	// the body.
+	if x.err == nil && x.status == http.StatusMethodNotAllowed && !strings.Contains(x.header.Get("Allow"), http.MethodPost) {
+		return Fail, seen(x) + ": 405 without Allow: POST"
+	}
+	st, d := s.wantRefusal(x, is(http.StatusMethodNotAllowed), "405")
 	if st == Pass {
 		d += "; Allow: " + x.header.Get("Allow")
 	}
@@ -561,7 +643,7 @@ func (s *session) nonJSON(ctx context.Context) (Status, string) {
 	p := s.invocation("text/plain body", s.t.Input)
 	p.contentType = "text/plain"
 	x := s.send(ctx, p)
-	return wantError(x, func(st int) bool {
+	return s.wantRefusal(x, func(st int) bool {
 		return st == http.StatusUnsupportedMediaType || st == http.StatusUnprocessableEntity
 	}, "415 (or 422) for Content-Type text/plain")
 }
@@ -586,6 +668,7 @@ func (s *session) replayIdentical(ctx context.Context) (Status, string) {
 	if a.err != nil || a.status != http.StatusOK {
 		return Fail, "want 200 for the first request, got " + seen(a)
 	}
+	s.replayed = a
 	p.label = "repeat of a task id"
 	b := s.send(ctx, p)
 	if b.err != nil {
@@ -594,12 +677,14 @@ func (s *session) replayIdentical(ctx context.Context) (Status, string) {
 	if b.status != a.status || !sameJSON(a.body, b.body) {
 		return Fail, fmt.Sprintf("the repeat answered differently: first %s; repeat %s", seen(a), seen(b))
 	}
-	if replayed := b.header.Get(protocol.ReplayedHeader); replayed != "true" {
+	marked := b.header.Get(protocol.ReplayedHeader) == "true"
+	if !marked {
+		replayed := b.header.Get(protocol.ReplayedHeader)
 		if replayed == "" {
 			replayed = "absent"
 		}
-		return Fail, fmt.Sprintf("the repeat answered the same %d body but without %s: true (%s); a buyer cannot tell a replay from a new run",
-			b.status, protocol.ReplayedHeader, replayed)
+		s.note("the repeat came without %s: true (%s): the network's providers mark a replay so that a buyer can tell it from a new run; the published protocol defines no such header",
+			protocol.ReplayedHeader, replayed)
 	}
 	// A gateway adapter that splits header values on commas would make
 	// "<id>,a" and "<id>,b" one task.
@@ -611,8 +696,19 @@ func (s *session) replayIdentical(ctx context.Context) (Status, string) {
 	if c.header.Get(protocol.ReplayedHeader) != "" {
 		return Fail, fmt.Sprintf("task id %q was answered as a replay of %q: task ids must be taken exactly as sent, commas included", p.taskID, s.replayID)
 	}
-	return Pass, fmt.Sprintf("repeat answered the same %d body; %s: true; ids ending ,a and ,b are two tasks",
-		b.status, protocol.ReplayedHeader)
+	d := fmt.Sprintf("repeat answered the same %d body", b.status)
+	switch {
+	case marked:
+		d += fmt.Sprintf("; %s: true; ids ending ,a and ,b are two tasks", protocol.ReplayedHeader)
+	case sameJSON(a.body, c.body):
+		// Without the header, only a new body shows a new run; a provider
+		// whose answers do not change between runs cannot be told apart.
+		s.note("task id %q got the very body of %q: a replay of it, or a run that answers alike; without %s it cannot be told",
+			p.taskID, s.replayID, protocol.ReplayedHeader)
+	default:
+		d += "; ids ending ,a and ,b are two tasks (two bodies)"
+	}
+	return Pass, d
 }
 
 // sameJSON reports whether two bodies hold the same JSON value, so that a
@@ -644,7 +740,19 @@ func (s *session) reusedKey(ctx context.Context) (Status, string) {
 	p := s.invocation("reused task id, other input", mustJSON(in))
 	p.taskID = s.replayID
 	x := s.send(ctx, p)
-	return wantCode(x, protocol.IdempotencyKeyReused)
+	// The published protocol answers any repeated id with the stored
+	// result; the network's providers refuse one whose body differs. Either
+	// way the provider did not act on the other input.
+	if x.err == nil && x.status == s.replayed.status && sameJSON(x.body, s.replayed.body) {
+		s.note("the reused id got the stored answer of the first request: the network's providers refuse another body under a used id with 409 %s",
+			protocol.IdempotencyKeyReused)
+		return Pass, fmt.Sprintf("%d, the stored answer of task id %q, unchanged", x.status, s.replayID)
+	}
+	st, d := wantCode(x, protocol.IdempotencyKeyReused)
+	if st == Fail {
+		d += "; or the stored answer of the first request unchanged"
+	}
+	return st, d
 }
 
 func (s *session) actsOnce(ctx context.Context) (Status, string) {

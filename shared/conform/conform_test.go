@@ -76,8 +76,22 @@ func report(checks map[string]conform.Check) string {
 	var b strings.Builder
 	for _, n := range slices.Sorted(maps.Keys(checks)) {
 		fmt.Fprintf(&b, "\n  %s %s: %s", checks[n].Status, n, checks[n].Detail)
+		for _, note := range checks[n].Notes {
+			fmt.Fprintf(&b, "\n    note: %s", note)
+		}
 	}
 	return b.String()
+}
+
+// noted returns the names of the items with notes.
+func noted(checks map[string]conform.Check) []string {
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(checks)) {
+		if len(checks[n].Notes) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // counterInput is the test providers' input: add amount to account.
@@ -235,6 +249,10 @@ func TestConformantProvidersPass(t *testing.T) {
 			if bad := having(checks, conform.Fail); len(bad) > 0 || len(having(checks, conform.Skip)) > 0 {
 				t.Fatalf("want every item to pass:%s", report(checks))
 			}
+			// The kit does all the network asks, so nothing is noted.
+			if n := noted(checks); len(n) > 0 {
+				t.Fatalf("notes on %v:%s", n, report(checks))
+			}
 			if stateful {
 				if d := checks[conform.ReplayIdentical].Detail; !strings.Contains(d, protocol.ReplayedHeader+": true") {
 					t.Errorf("replay detail %q does not report the Replayed header", d)
@@ -248,7 +266,9 @@ func TestConformantProvidersPass(t *testing.T) {
 }
 
 // TestBrokenProvidersFailTheRightItems: each deliberately broken provider
-// fails exactly the items its bug breaks, and every detail says what was seen.
+// fails exactly the items its bug breaks, and every detail says what was
+// seen. A provider that only falls short of what the network's providers do
+// beyond the published checklist fails nothing: the item carries a note.
 func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 	t.Parallel()
 	post := func(r *http.Request, _ []byte) bool { return r.Method == http.MethodPost }
@@ -259,6 +279,9 @@ func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 		want     []string
 		// detail, when set, must appear in the first wanted item's detail.
 		detail string
+		// noteOn, when set, is the one item with notes, and note must
+		// appear in one of them.
+		noteOn, note string
 	}{
 		{
 			name: "200 with an error inside output",
@@ -403,8 +426,8 @@ func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 					writeJSON(w, 405, `{"error":"method_not_allowed","message":null}`)
 				})
 			},
-			want:   []string{conform.NonPost405},
-			detail: "message is missing or not a string (got null)",
+			noteOn: conform.NonPost405,
+			note:   "message is missing or not a string (got null)",
 		},
 		{
 			name: "absent input answered otherwise than {}",
@@ -430,8 +453,8 @@ func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 				})
 			},
 			stateful: true,
-			want:     []string{conform.ReplayIdentical},
-			detail:   "without " + protocol.ReplayedHeader + ": true (absent)",
+			noteOn:   conform.ReplayIdentical,
+			note:     "without " + protocol.ReplayedHeader + ": true (absent)",
 		},
 		{
 			name: "task ids split on commas",
@@ -460,8 +483,22 @@ func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 			name:     "stateful provider that replays a reused key",
 			handler:  func() http.Handler { i := newIdem(); i.ignoreHash = true; return newProvider(i) },
 			stateful: true,
+			noteOn:   conform.ReusedKey409,
+			note:     "409 idempotency_key_reused",
+		},
+		{
+			name: "stateful provider that acts on a reused key",
+			handler: func() http.Handler {
+				p := newProvider(newIdem())
+				fresh := newProvider(nil)
+				// A reused id with another input runs again, unguarded.
+				return rewrite(p, func(r *http.Request, b []byte) bool {
+					return r.Header.Get(protocol.TaskIDHeader) != "" && strings.Contains(string(b), "conform_nonce")
+				}, fresh.ServeHTTP)
+			},
+			stateful: true,
 			want:     []string{conform.ReusedKey409},
-			detail:   "got 200",
+			detail:   "want 409 idempotency_key_reused, got 200",
 		},
 	}
 	for _, tc := range tests {
@@ -473,10 +510,76 @@ func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("failed items %v, want %v:%s", got, want, report(checks))
 			}
-			if d := checks[tc.want[0]].Detail; !strings.Contains(d, tc.detail) {
-				t.Errorf("%s detail %q does not contain %q", tc.want[0], d, tc.detail)
+			if len(tc.want) > 0 {
+				if d := checks[tc.want[0]].Detail; !strings.Contains(d, tc.detail) {
+					t.Errorf("%s detail %q does not contain %q", tc.want[0], d, tc.detail)
+				}
+			}
+			if tc.noteOn != "" {
+				if got := noted(checks); !slices.Equal(got, []string{tc.noteOn}) {
+					t.Fatalf("notes on %v, want on %s:%s", got, tc.noteOn, report(checks))
+				}
+				if ns := strings.Join(checks[tc.noteOn].Notes, "\n"); !strings.Contains(ns, tc.note) {
+					t.Errorf("%s notes %q do not contain %q", tc.noteOn, ns, tc.note)
+				}
 			}
 		})
+	}
+}
+
+// TestFrameworkBodiesAreNotes: a provider whose 405, 415 and 422 carry a
+// framework's own body (FastAPI's {"detail": …}) and that refuses an
+// explicit input null with 422 passes every item; each of those items
+// carries a note naming what the network's providers answer instead, and
+// the JSON of a check keeps its three fields with the notes in detail.
+func TestFrameworkBodiesAreNotes(t *testing.T) {
+	t.Parallel()
+	p := newProvider(nil)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		if strings.Contains(string(body), `"input":null`) {
+			writeJSON(w, 422, `{"detail":[{"loc":["body","input"],"msg":"none is not an allowed value","type":"type_error.none.not_allowed"}]}`)
+			return
+		}
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, r)
+		switch rec.Code {
+		case 405, 415, 422:
+			w.Header().Set("Allow", rec.Header().Get("Allow"))
+			writeJSON(w, rec.Code, `{"detail":[{"loc":["body"],"msg":"field required","type":"value_error.missing"}]}`)
+		default:
+			maps.Copy(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+		}
+	})
+	checks := run(t, target(serve(t, h), false))
+	if bad := having(checks, conform.Fail); len(bad) > 0 {
+		t.Fatalf("failed %v:%s", bad, report(checks))
+	}
+	want := []string{conform.InputDefaults, conform.InvalidRequest422, conform.MalformedBody422, conform.NonJSON415, conform.NonPost405}
+	if got := noted(checks); !slices.Equal(got, want) {
+		t.Fatalf("notes on %v, want on %v:%s", got, want, report(checks))
+	}
+	for _, n := range want[1:] {
+		if ns := strings.Join(checks[n].Notes, "\n"); !strings.Contains(ns, "the network's providers answer {error, message}") ||
+			!strings.Contains(ns, `{"detail":`) {
+			t.Errorf("%s notes %q do not show the body and what the network answers", n, ns)
+		}
+	}
+	if ns := strings.Join(checks[conform.InputDefaults].Notes, "\n"); !strings.Contains(ns, "input null was refused") {
+		t.Errorf("input-defaults notes %q", ns)
+	}
+	c := checks[conform.NonPost405]
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]string
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc) != 3 || doc["name"] != c.Name || doc["status"] != "pass" ||
+		doc["detail"] != c.Detail+"; note: "+c.Notes[0] {
+		t.Errorf("JSON of a noted check %s: %v", b, err)
 	}
 }
 

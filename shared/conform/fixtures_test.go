@@ -11,7 +11,8 @@ import (
 )
 
 // TestFixturesPass: every fixture passes the whole checklist through the
-// in-process API Gateway, with the inputs `awn conform --fixtures` uses.
+// in-process API Gateway, with the inputs `awn conform --fixtures` uses, and
+// does all the network asks beyond it (no item carries a note).
 func TestFixturesPass(t *testing.T) {
 	t.Parallel()
 	gw, err := harness.New(harness.Options{Log: slog.New(slog.DiscardHandler), Store: memory.New()})
@@ -30,6 +31,9 @@ func TestFixturesPass(t *testing.T) {
 			checks := run(t, tg)
 			if bad := having(checks, conform.Fail); len(bad) > 0 || len(having(checks, conform.Skip)) > 0 {
 				t.Fatalf("want every item to pass:%s", report(checks))
+			}
+			if n := noted(checks); len(n) > 0 {
+				t.Fatalf("notes on %v:%s", n, report(checks))
 			}
 		})
 	}
