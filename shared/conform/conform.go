@@ -660,6 +660,17 @@ func (s *session) toleratesTaskID(ctx context.Context) (Status, string) {
 }
 
 func (s *session) replayIdentical(ctx context.Context) (Status, string) {
+	// Without X-A2AWire-Replayed, the effect count is what tells a replay
+	// from a run: the three requests below must run twice (the first and
+	// the other id), not once or three times.
+	var before int64
+	if s.t.Effects != nil {
+		n, err := s.t.Effects(ctx, s.hc)
+		if err != nil {
+			return Fail, "counting effects before: " + err.Error()
+		}
+		before = n
+	}
 	base := protocol.NewTaskID()
 	s.replayID = base + ",a"
 	p := s.invocation("first of a repeated task id", s.t.Input)
@@ -700,6 +711,19 @@ func (s *session) replayIdentical(ctx context.Context) (Status, string) {
 	switch {
 	case marked:
 		d += fmt.Sprintf("; %s: true; ids ending ,a and ,b are two tasks", protocol.ReplayedHeader)
+	case s.t.Effects != nil:
+		after, err := s.t.Effects(ctx, s.hc)
+		switch {
+		case err != nil:
+			return Fail, "counting effects after: " + err.Error()
+		case after-before == 1:
+			return Fail, fmt.Sprintf("task id %q was answered as a replay of %q (effect count %d → %d): task ids must be taken exactly as sent, commas included",
+				p.taskID, s.replayID, before, after)
+		case after-before != 2:
+			return Fail, fmt.Sprintf("the provider acted %d times for a task id, its repeat and another id (effect count %d → %d), want twice",
+				after-before, before, after)
+		}
+		d += fmt.Sprintf("; ids ending ,a and ,b are two tasks (effect count %d → %d)", before, after)
 	case sameJSON(a.body, c.body):
 		// Without the header, only a new body shows a new run; a provider
 		// whose answers do not change between runs cannot be told apart.

@@ -473,6 +473,23 @@ func TestBrokenProvidersFailTheRightItems(t *testing.T) {
 			detail:   "task ids must be taken exactly as sent",
 		},
 		{
+			name: "task ids split on commas, replays unmarked",
+			handler: func() http.Handler {
+				p := newProvider(newIdem())
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if id := r.Header.Get(protocol.TaskIDHeader); id != "" {
+						r.Header.Set(protocol.TaskIDHeader, strings.TrimSpace(strings.Split(id, ",")[0]))
+					}
+					p.ServeHTTP(dropHeader{w, protocol.ReplayedHeader}, r)
+				})
+			},
+			stateful: true,
+			// Without the header, the ledger's effect count shows the
+			// second id was not run.
+			want:   []string{conform.ReplayIdentical},
+			detail: "was answered as a replay",
+		},
+		{
 			name:     "stateful provider that acts twice",
 			handler:  func() http.Handler { return newProvider(nil) },
 			stateful: true,
