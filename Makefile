@@ -22,7 +22,7 @@ PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local local-bin dynamodb-local awn test test-go test-infra build invoke lint fuzz bench bench-go synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn test test-go test-infra python-deps build invoke lint fuzz bench bench-go synth deploy diff cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local: local-bin
@@ -55,9 +55,9 @@ awn:
 	@$(GO) build -o bin/awn ./cmd/awn
 
 ## test: every test, race detector on, DynamoDB Local and the CDK included (what CI runs: .ci/run).
-test: npm tools lint build test-go test-infra
+test: npm tools python-deps lint build test-go test-infra
 
-test-go: npm tools
+test-go: npm tools python-deps
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-infra: npm tools
@@ -134,6 +134,24 @@ diff: npm build
 ## cdk-bootstrap: once per AWS account/region, the CDK's asset bucket and deploy roles.
 cdk-bootstrap: npm
 	cd infra && $(CURDIR)/node_modules/.bin/cdk bootstrap $(CDK_ARGS)
+
+## python-deps: Debian's python3-fastapi and python3-uvicorn, which the conform tests' FastAPI provider
+##   runs on; installed with apt-get when missing (as root, or through sudo), silent when present.
+PYTHON_DEBS := python3-fastapi python3-uvicorn
+SUDO := $(shell if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null; then echo sudo; fi)
+
+python-deps:
+	@missing=$$(for p in $(PYTHON_DEBS); do \
+			[ "$$(dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null)" = installed ] || echo $$p; \
+		done); \
+		if [ -n "$$missing" ]; then \
+			command -v apt-get >/dev/null || { echo "python-deps: no apt-get to install" $$missing "(Debian packages): install them by hand" >&2; exit 1; }; \
+			echo "python-deps: apt-get install" $$missing "(the conform tests' FastAPI provider)..." >&2; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			$(SUDO) apt-get install -y -qq $$missing >/dev/null 2>&1 || { \
+				echo "python-deps: not in the package cache; apt-get update, then install again..." >&2; \
+				$(SUDO) apt-get update -qq >/dev/null && $(SUDO) apt-get install -y -qq $$missing >/dev/null; }; \
+		fi
 
 ## tools: project-local binaries built from the Go module proxy.
 tools: $(TOOLS)/aws-lambda-rie
