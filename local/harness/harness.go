@@ -74,6 +74,10 @@ type Options struct {
 	// BaseURL is the public URL the registry's Agent Card names; empty
 	// means each request's forwarded proto and Host.
 	BaseURL string
+	// Now is the clock of the webhook functions (attempts' signatures, the
+	// retry schedule) and of the world functions' rate-limit windows; nil
+	// means time.Now. Tests move it instead of sleeping.
+	Now func() time.Time
 }
 
 // Function is one function as the harness runs it.
@@ -159,7 +163,18 @@ func localDispatcher(o Options, st store.Store) (*webhook.Dispatcher, error) {
 		NetworkKey: o.NetworkKey,
 		Actions:    world.New(st),
 		Log:        o.Log,
+		Now:        o.Now,
 	})
+}
+
+// worldDeps is what a world function's main builds (worldhttp.NewDeps, the
+// default rate limits), its limiter on the harness's clock.
+func worldDeps(o Options, st store.Store) worldhttp.Deps {
+	d := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), o.BaseURL, o.Log)
+	if o.Now != nil {
+		d.Options.Limiter = ratelimit.New(st, ratelimit.DefaultLimits(), ratelimit.WithClock(o.Now))
+	}
+	return d
 }
 
 // webhookRouteEntry builds the entry of a member webhook route's function
@@ -167,7 +182,7 @@ func localDispatcher(o Options, st store.Store) (*webhook.Dispatcher, error) {
 // URLs allowed to be http:// and loopback, so a receiver on this machine
 // can be registered.
 func webhookRouteEntry(o Options, st store.Store, name string) any {
-	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), o.BaseURL, o.Log)
+	deps := worldDeps(o, st)
 	ho := webhookhttp.Options{Log: o.Log, URLs: egress.Options{AllowLoopback: true, AllowHTTP: true},
 		Auth: webhookhttp.Auth{Verifier: deps.Options.Verifier, ParamKeys: webhookhttp.MemberKeys(deps.World)}}
 	hooks := webhook.NewStore(st)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,23 +21,43 @@ import (
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/webhook/signature"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
+// clock is a settable clock for the harness's Now.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 // TestWebhookThroughHarness: the harness drives webhook-dispatcher from
 // the memory engine's feed and webhook-retry from its schedule, as
 // go run ./local does. A receiver that fails its first attempt gets the
-// event again when the schedule ticks after the 5 s wait, and each
-// delivery's v1a signature verifies with the key the harness serves at
+// event again from the first tick after the 5 s wait (± 10 %) on the
+// harness's clock, not from one before it, and each delivery's v1a
+// signature verifies with the key the harness serves at
 // /.well-known/http-message-signatures-directory.
 func TestWebhookThroughHarness(t *testing.T) {
-	st := memory.New(memory.WithFeedConsumers(harness.StreamConsumers(nil)...))
+	st := memory.New(memory.WithFeedConsumers(append(harness.StreamConsumers(nil), retryWatch)...))
 	defer st.Close()
+	// The schedule's ticker is unbuffered and its loop runs one invocation
+	// per tick, so a tick is taken only after the previous invocation
+	// ended: two ticks in a row end the first one's run.
 	tick := make(chanTicker)
-	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st,
+	c := &clock{now: time.Now().Truncate(time.Second)}
+	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st, Now: c.Now,
 		NewTicker: func(time.Duration) cloud.Ticker { return tick }})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -101,31 +122,67 @@ func TestWebhookThroughHarness(t *testing.T) {
 			return hit{}
 		}
 	}
-	next(time.Second)
-	// The first retry is due 5 s (± 10 %) after the failure; a tick
-	// before that sends nothing, one after it sends the retry.
-	tick <- time.Now()
+	failedAt := c.Now()
+	if g := next(time.Second); g.header.Get("webhook-timestamp") != fmt.Sprint(failedAt.Unix()) {
+		t.Fatalf("first attempt signed at %s, want the harness clock's %d", g.header.Get("webhook-timestamp"), failedAt.Unix())
+	}
+	// The retry is due 5 s (± 10 %) after the clock's time when it is
+	// written, which comes after the receiver's answer: the clock moves
+	// only once it is.
+	awaitRetryWrite(t, st)
+	// The first retry is due 5 s (± 10 %) after the failure. A run just
+	// before that sends nothing: when the second tick is taken, the first
+	// tick's run has ended, its attempts (if any) already received.
+	c.Advance(webhook.Waits[0] - webhook.Waits[0]/10 - time.Second)
+	tick <- c.Now()
+	tick <- c.Now()
 	select {
 	case g := <-hits:
 		t.Fatalf("retried before its wait: %s", g.body)
-	case <-time.After(500 * time.Millisecond):
+	default:
 	}
-	time.Sleep(webhook.Waits[0] + webhook.Waits[0]/10)
-	tick <- time.Now()
-	next(2 * time.Second)
-	deadline := time.Now().Add(2 * time.Second)
+	// Past the longest wait, the next run sends it (the run still in
+	// flight may be the one that reads the moved clock).
+	c.Advance(webhook.Waits[0]/5 + time.Second)
+	tick <- c.Now()
+	if g := next(2 * time.Second); g.header.Get("webhook-timestamp") != fmt.Sprint(c.Now().Unix()) {
+		t.Fatalf("retry signed at %s, want after the wait, at %d", g.header.Get("webhook-timestamp"), c.Now().Unix())
+	}
+	// One more tick is taken only after the delivering run recorded its
+	// stats.
+	tick <- c.Now()
+	v, err := webhook.NewStore(st).Show(ctx, "lobby", "aw:a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Stats.Delivered != 1 || v.Stats.Failed != 1 || v.Stats.LastError != "the receiver answered 503" {
+		t.Fatalf("stats %+v", v.Stats)
+	}
+}
+
+// retryWatch is a feed consumer of the test's own, reading the memory
+// engine's change feed for the retry schedule's writes.
+const retryWatch = "test-retry-watch"
+
+// awaitRetryWrite blocks until the feed shows a retry written to the
+// schedule (up to 5 s).
+func awaitRetryWrite(t *testing.T, st *memory.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
 	for {
-		v, err := webhook.NewStore(st).Show(ctx, "lobby", "aw:a")
+		recs, err := st.Read(ctx, retryWatch, 100)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("no retry scheduled: %v", err)
 		}
-		if v.Stats.Delivered == 1 && v.Stats.Failed == 1 && v.Stats.LastError == "the receiver answered 503" {
-			break
+		for _, r := range recs {
+			if err := st.Commit(ctx, retryWatch, r.Change.SequenceNumber); err != nil {
+				t.Fatal(err)
+			}
+			if r.EventName != "REMOVE" && strings.HasPrefix(r.Change.Keys[store.AttrPK].String(), webhook.RetryPK("lobby", "")) {
+				return
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v", v.Stats)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/inbox"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
-	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 	"github.com/a2awire/a2awire/shared/worldhttp"
@@ -22,12 +21,11 @@ import (
 const LobbyWorld = "lobby"
 
 // worldEntry builds the entry of the world function name over st, with
-// the dependencies its main builds from the environment
-// (worldhttp.NewDeps, the default rate limits), each function its own as
-// each Lambda has. A handler that cannot be built answers every invocation
+// the dependencies its main builds from the environment (worldDeps), each
+// function its own as each Lambda has. A handler that cannot be built answers every invocation
 // with the error, as a Lambda whose init failed.
 func worldEntry(o Options, st store.Store, name string) any {
-	h, err := worldHandler(name, worldhttp.NewDeps(st, ratelimit.DefaultLimits(), o.BaseURL, o.Log), func() (worldhttp.Prober, error) {
+	h, err := worldHandler(name, worldDeps(o, st), func() (worldhttp.Prober, error) {
 		// world-ping probes webhooks as the dispatcher delivers to them:
 		// http and loopback allowed here, signed with the network key.
 		return localDispatcher(o, st)
