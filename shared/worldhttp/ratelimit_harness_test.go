@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,12 +21,12 @@ import (
 // world-send, as far as the limit can tell), serve one agent alternately;
 // the send limit of one minute holds across both — exactly the default 30
 // of 40 sends pass, the rest are 429 RATE_LIMITED with Retry-After, and
-// which instance answered makes no difference.
+// which instance answered makes no difference. Both instances' limiters
+// read one injected clock, held inside one minute for the burst (a minute
+// boundary inside it would open a fresh window) and then moved to the
+// next minute, whose window is fresh on both.
 func TestRateLimitAcrossHarnesses(t *testing.T) {
-	// A minute boundary inside the burst would open a fresh window.
-	if s := time.Now().Second(); s > 45 {
-		time.Sleep(time.Duration(61-s) * time.Second)
-	}
+	c := &clock{now: time.Date(2026, 12, 1, 12, 0, 10, 0, time.UTC)}
 	client, table := dynamolocal.NewTable(t, local)
 	st1, st2 := dynamo.New(client, table), dynamo.New(dynamo.LocalClient(local.Endpoint()), table)
 	var (
@@ -33,7 +34,7 @@ func TestRateLimitAcrossHarnesses(t *testing.T) {
 		first *harness.Harness
 	)
 	for _, st := range []*dynamo.Store{st1, st2} {
-		h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st, Feed: noFeed{}})
+		h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st, Feed: noFeed{}, Now: c.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,6 +78,25 @@ func TestRateLimitAcrossHarnesses(t *testing.T) {
 	if got := b.call("GET", "/v0/worlds/lobby/messages?peek=true&limit=100", "", 200); got["count"] != float64(limit) {
 		t.Fatalf("inbox holds %v messages, want %d", got["count"], limit)
 	}
+	// In the next minute a send passes again, on either instance.
+	c.Advance(50 * time.Second)
+	for i, via := range a {
+		via.call("POST", "/v0/worlds/lobby/messages", fmt.Sprintf(`{"to":%q,"content":{"next":%d}}`, b.awnID(), i), 201)
+	}
+}
+
+// clock is a settable clock for the harnesses' Now.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // noFeed stands in for the table's stream: these harnesses drive no
