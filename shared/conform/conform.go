@@ -61,7 +61,7 @@ type Check struct {
 	Status Status `json:"status"`
 	Detail string `json:"detail"`
 	// Notes are what the provider does otherwise than the network's own
-	// providers where the seed's checklist allows it: informational, never
+	// providers where the published checklist allows it: informational, never
 	// a failure. In JSON they follow the detail, each after "; note: ", so
 	// that the document keeps its three fields.
 	Notes []string `json:"-"`
