@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,8 @@ func runUvicorn(dir string) (base string, stop func(), err error) {
 	var out lockedBuffer
 	cmd := exec.Command(debianPython, "-m", "uvicorn", "provider:app", "--app-dir", dir,
 		"--host", "127.0.0.1", "--port", fmt.Sprint(port), "--log-level", "warning", "--no-access-log")
+	// No __pycache__ left in the source tree.
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
