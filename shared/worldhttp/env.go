@@ -26,8 +26,8 @@ type Deps struct {
 // rate limiter with limits, and the Agent Card's base URL. The Lambda mains
 // (FromEnv) and the local harness both build them here, so the two cannot
 // wire the functions differently.
-func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.Logger) Deps {
-	w := world.New(st, world.WithSubjects(registry.New(st)))
+func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.Logger, opts ...world.Option) Deps {
+	w := world.New(st, append([]world.Option{world.WithSubjects(registry.New(st))}, opts...)...)
 	return Deps{
 		Options: Options{
 			Log:      log,
@@ -47,10 +47,10 @@ func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.
 // defaults) and BASE_URL (the public URL the Agent Card names; empty takes
 // it from each request). The store comes in rather than being opened here
 // so that no handler package links an engine (the store's layering test).
-func FromEnv(getenv func(string) string, st store.Store, log *slog.Logger) (Deps, error) {
+func FromEnv(getenv func(string) string, st store.Store, log *slog.Logger, opts ...world.Option) (Deps, error) {
 	limits, err := ratelimit.LimitsFromEnv(getenv)
 	if err != nil {
 		return Deps{}, fmt.Errorf("worldhttp: %w", err)
 	}
-	return NewDeps(st, limits, getenv("BASE_URL"), log), nil
+	return NewDeps(st, limits, getenv("BASE_URL"), log, opts...), nil
 }
