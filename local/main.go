@@ -27,7 +27,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
+	bolterrors "go.etcd.io/bbolt/errors"
+
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/logging"
@@ -37,7 +38,6 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamostream"
 	"github.com/a2awire/a2awire/shared/store/memory"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 func main() {
@@ -121,7 +121,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 		return err
 	}
 	h, err := harness.New(harness.Options{Log: log, Store: st.store, Feed: st.feed,
-		TranslatorLLM: translator.EnvConfig(os.Getenv), Extra: x.functions, NetworkKey: networkKey})
+		Getenv: os.Getenv, Extra: x.functions, NetworkKey: networkKey})
 	if err != nil {
 		return err
 	}
@@ -345,7 +345,7 @@ func invoke(ctx context.Context, cfg config, stdout, stderr io.Writer, x extras)
 		return fmt.Errorf("event %s: %w", cfg.event, err)
 	}
 	log := logging.New(stderr, logging.JSON, slog.LevelInfo)
-	h, err := harness.New(harness.Options{Log: log, TranslatorLLM: translator.EnvConfig(os.Getenv), Extra: x.functions})
+	h, err := harness.New(harness.Options{Log: log, Getenv: os.Getenv, Extra: x.functions})
 	if err != nil {
 		return err
 	}

@@ -111,22 +111,22 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 
 	m := capacity.New()
 	st := dynamo.New(server.Client(m.Option()), table)
-	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "", logging.Discard())
+	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "", logging.Discard(), nil)
 	// A send limit of 1 over the same store: the second send of a minute
 	// is refused, which is the refused check row 4l measures.
 	tight := ratelimit.DefaultLimits()
 	tight[ratelimit.Send] = 1
-	tightDeps := worldhttp.NewDeps(st, tight, "", logging.Discard())
+	tightDeps := worldhttp.NewDeps(st, tight, "", logging.Discard(), nil)
 	box := inbox.New(st)
 	entries := map[string]lambdahttp.Handler{}
 	for name, build := range map[string]func() (http.Handler, error){
-		"put":      func() (http.Handler, error) { return worldhttp.NewPut(deps.Options, deps.World) },
-		"join":     func() (http.Handler, error) { return worldhttp.NewJoin(deps.Options, deps.World) },
-		"send":     func() (http.Handler, error) { return worldhttp.NewSend(deps.Options, box) },
-		"messages": func() (http.Handler, error) { return worldhttp.NewMessages(deps.Options, box) },
-		"agents":   func() (http.Handler, error) { return worldhttp.NewAgents(deps.Options, deps.World, world.Presence) },
-		"events":   func() (http.Handler, error) { return worldhttp.NewEvents(deps.Options, deps.World) },
-		"tight":    func() (http.Handler, error) { return worldhttp.NewSend(tightDeps.Options, inbox.New(st)) },
+		"put":      func() (http.Handler, error) { return worldhttp.NewPut(as(deps.Options, "world-put"), deps.World) },
+		"join":     func() (http.Handler, error) { return worldhttp.NewJoin(as(deps.Options, "world-join"), deps.World) },
+		"send":     func() (http.Handler, error) { return worldhttp.NewSend(as(deps.Options, "world-send"), box) },
+		"messages": func() (http.Handler, error) { return worldhttp.NewMessages(as(deps.Options, "world-messages"), box) },
+		"agents":   func() (http.Handler, error) { return worldhttp.NewAgents(as(deps.Options, "world-agents"), deps.World, world.Presence) },
+		"events":   func() (http.Handler, error) { return worldhttp.NewEvents(as(deps.Options, "world-events"), deps.World) },
+		"tight":    func() (http.Handler, error) { return worldhttp.NewSend(as(tightDeps.Options, "world-send"), inbox.New(st)) },
 	} {
 		h, err := build()
 		if err != nil {
@@ -293,4 +293,11 @@ func (b budget) describe() string {
 		s += fmt.Sprintf(" + %d of %s", b.oneOfMax, strings.Join(b.oneOf, "/"))
 	}
 	return s
+}
+
+// as is o for the handler of function name (it serves that function's
+// routes of the table).
+func as(o worldhttp.Options, name string) worldhttp.Options {
+	o.Function = name
+	return o
 }

@@ -20,7 +20,7 @@ const NetworkPublicKeyEnv = "NETWORK_PUBLIC_KEY"
 
 // NetworkSigningKeyEnv is the variable the functions that sign webhook
 // deliveries (v1a) read the network's private key from
-// (webhook.NetworkKeyEnv).
+// (function.NetworkKeyEnv).
 const NetworkSigningKeyEnv = "NETWORK_SIGNING_KEY"
 
 // SigningKeyReference is the CloudFormation dynamic reference to the

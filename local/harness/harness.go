@@ -13,34 +13,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/a2awire/a2awire/functions/fixture-clean/clean"
-	"github.com/a2awire/a2awire/functions/fixture-ledger/ledger"
-	"github.com/a2awire/a2awire/functions/fixture-messy/messy"
-	"github.com/a2awire/a2awire/functions/fixture-punctual/punctual"
-	"github.com/a2awire/a2awire/functions/fixture-translator/llm"
-	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
-	"github.com/a2awire/a2awire/functions/registry/registryapi"
-	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
-	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/egress"
-	"github.com/a2awire/a2awire/shared/fixtures/seed"
-	"github.com/a2awire/a2awire/shared/lambdahttp"
-	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
-	"github.com/a2awire/a2awire/shared/webhook"
-	"github.com/a2awire/a2awire/shared/webhook/delivery"
-	"github.com/a2awire/a2awire/shared/webhookhttp"
-	"github.com/a2awire/a2awire/shared/world"
-	"github.com/a2awire/a2awire/shared/worldhttp"
-	"github.com/aws/aws-lambda-go/events"
 )
 
 // Options are the dependencies the harness hands to the functions, the
@@ -54,10 +36,10 @@ type Options struct {
 	// Feed is the table's change feed for stream triggers. Nil means the
 	// Store's own, when it keeps one (memory and bolt do).
 	Feed store.Feed
-	// TranslatorLLM configures the translator's model endpoint; the zero
-	// value means none (the fixture answers from its dictionary). Fill it
-	// with translator.EnvConfig(os.Getenv) to use the Lambda's variables.
-	TranslatorLLM llm.Config
+	// Getenv is the functions' environment (their settings, such as
+	// TRANSLATOR_LLM_URL or RATE_LIMIT_SEND); nil reads nothing, so every
+	// function runs on its defaults. `go run ./local` passes os.Getenv.
+	Getenv func(string) string
 	// Extra adds functions beyond the route table's (tests use it for a
 	// stream- or schedule-triggered function of their own).
 	Extra []Function
@@ -71,12 +53,11 @@ type Options struct {
 	// public half at /.well-known/http-message-signatures-directory. New
 	// generates one when nil.
 	NetworkKey ed25519.PrivateKey
-	// BaseURL is the public URL the registry's Agent Card names; empty
-	// means each request's forwarded proto and Host.
+	// BaseURL is the public URL the Agent Cards name (the functions'
+	// BASE_URL); empty means each request's forwarded proto and Host.
 	BaseURL string
-	// Now is the clock of the webhook functions (attempts' signatures, the
-	// retry schedule) and of the world functions' rate-limit windows; nil
-	// means time.Now. Tests move it instead of sleeping.
+	// Now is the clock the functions' domains run on (Env.Now); nil means
+	// time.Now.
 	Now func() time.Time
 }
 
@@ -92,120 +73,56 @@ type Function struct {
 }
 
 // Handlers returns what each function's Lambda main passes to lambda.Start,
-// built from the options instead of the environment, keyed by function
-// folder name. It is the one list of functions outside the route table; a
-// test keeps the two (and the functions/ folders) in step.
+// built by the builder the route table names (the one its main calls) from
+// the harness's Env instead of the environment, keyed by function folder
+// name. A function whose builder fails answers every invocation with the
+// error, as a Lambda whose init failed.
 func Handlers(o Options, st store.Store) map[string]any {
-	return map[string]any{
-		"world-put":            worldEntry(o, st, "world-put"),
-		"world-get":            worldEntry(o, st, "world-get"),
-		"world-join":           worldEntry(o, st, "world-join"),
-		"world-leave":          worldEntry(o, st, "world-leave"),
-		"world-agents":         worldEntry(o, st, "world-agents"),
-		"world-send":           worldEntry(o, st, "world-send"),
-		"world-messages":       worldEntry(o, st, "world-messages"),
-		"world-ping":           worldEntry(o, st, "world-ping"),
-		"world-act":            worldEntry(o, st, "world-act"),
-		"world-events":         worldEntry(o, st, "world-events"),
-		"world-card":           worldEntry(o, st, "world-card"),
-		"fixture-clean":        lambdahttp.Entry(clean.New(o.Log)),
-		"fixture-ledger":       lambdahttp.Entry(ledger.New(o.Log, st)),
-		"fixture-messy":        lambdahttp.Entry(messy.New(o.Log)),
-		"fixture-punctual":     lambdahttp.Entry(punctual.New(o.Log)),
-		"fixture-translator":   lambdahttp.Entry(translator.New(o.Log, o.TranslatorLLM, nil)),
-		"registry":             registryEntry(o, st),
-		"registry-seed":        seed.Handler(st),
-		"world-webhook-set":    webhookRouteEntry(o, st, webhookhttp.FunctionSet),
-		"world-webhook-show":   webhookRouteEntry(o, st, webhookhttp.FunctionShow),
-		"world-webhook-remove": webhookRouteEntry(o, st, webhookhttp.FunctionRemove),
-		"world-webhook-replay": webhookRouteEntry(o, st, webhookhttp.FunctionReplay),
-		"webhook-dispatcher":   webhookEntry(o, st, func(d *webhook.Dispatcher) any { return dispatcher.New(d) }),
-		"webhook-retry":        webhookEntry(o, st, func(d *webhook.Dispatcher) any { return retry.New(d, o.Log) }),
-	}
-}
-
-// registryEntry is the registry's entry, with http:// endpoints allowed as
-// DESIGN §5 allows them locally. A handler that cannot be built answers
-// every invocation with the error, as a Lambda whose init failed.
-func registryEntry(o Options, st store.Store) any {
-	var pub ed25519.PublicKey
-	if o.NetworkKey != nil {
-		pub, _ = o.NetworkKey.Public().(ed25519.PublicKey)
-	}
-	h, err := registryapi.New(registryapi.Options{Log: o.Log, Store: st, NetworkKey: pub, BaseURL: o.BaseURL, AllowInsecureEndpoints: true})
-	if err != nil {
-		return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			return events.APIGatewayV2HTTPResponse{}, err
+	out := map[string]any{}
+	for name, build := range builders() {
+		h, err := build(env(o, st, name))
+		if err != nil {
+			h = initFailed(name, err)
 		}
+		out[name] = h
 	}
-	return lambdahttp.Entry(h)
+	return out
 }
 
-// webhookEntry builds a webhook function's entry over a Dispatcher that
-// may reach receivers on this machine over http (the local mode of
-// egress), signing v1a with the network key, and submitting receivers'
-// actions through the world service. A dispatcher that cannot be
-// built answers every invocation with the error, as a Lambda whose init
-// failed.
-func webhookEntry(o Options, st store.Store, entry func(*webhook.Dispatcher) any) any {
-	d, err := localDispatcher(o, st)
-	if err != nil {
-		return func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, err }
+// env is the Env the harness gives function name: the harness's store,
+// clock and network key, the functions' environment with BASE_URL from
+// Options, and an egress policy that allows http and loopback, where the
+// local receivers and providers run.
+func env(o Options, st store.Store, name string) function.Env {
+	getenv := func(k string) string {
+		if k == "BASE_URL" && o.BaseURL != "" {
+			return o.BaseURL
+		}
+		if o.Getenv == nil {
+			return ""
+		}
+		return o.Getenv(k)
 	}
-	return entry(d)
-}
-
-// localDispatcher is the webhook Dispatcher of the harness's functions.
-func localDispatcher(o Options, st store.Store) (*webhook.Dispatcher, error) {
-	return webhook.NewDispatcher(webhook.Config{
-		Store:      st,
-		Client:     egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true, Timeout: delivery.AttemptTimeout}),
-		NetworkKey: o.NetworkKey,
-		Actions:    world.New(st),
+	e := function.Env{
+		Name:       name,
 		Log:        o.Log,
+		Store:      st,
+		Getenv:     getenv,
 		Now:        o.Now,
-	})
+		Egress:     egress.Options{AllowLoopback: true, AllowHTTP: true},
+		NetworkKey: o.NetworkKey,
+	}
+	if o.NetworkKey != nil {
+		e.NetworkPublicKey, _ = o.NetworkKey.Public().(ed25519.PublicKey)
+	}
+	return e
 }
 
-// worldDeps is what a world function's main builds (worldhttp.NewDeps, the
-// default rate limits), its limiter on the harness's clock.
-func worldDeps(o Options, st store.Store) worldhttp.Deps {
-	d := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), o.BaseURL, o.Log)
-	if o.Now != nil {
-		d.Options.Limiter = ratelimit.New(st, ratelimit.DefaultLimits(), ratelimit.WithClock(o.Now))
-	}
-	return d
-}
-
-// webhookRouteEntry builds the entry of a member webhook route's function
-// over st with the dependencies its main builds (worldhttp.NewDeps), and
-// URLs allowed to be http:// and loopback, so a receiver on this machine
-// can be registered.
-func webhookRouteEntry(o Options, st store.Store, name string) any {
-	deps := worldDeps(o, st)
-	ho := webhookhttp.Options{Log: o.Log, URLs: egress.Options{AllowLoopback: true, AllowHTTP: true},
-		Auth: webhookhttp.Auth{Verifier: deps.Options.Verifier, ParamKeys: webhookhttp.MemberKeys(deps.World)}}
-	hooks := webhook.NewStore(st)
-	var h http.Handler
-	var err error
-	switch name {
-	case webhookhttp.FunctionSet:
-		h, err = webhookhttp.NewSet(ho, hooks)
-	case webhookhttp.FunctionShow:
-		h, err = webhookhttp.NewShow(ho, hooks)
-	case webhookhttp.FunctionRemove:
-		h, err = webhookhttp.NewRemove(ho, hooks)
-	case webhookhttp.FunctionReplay:
-		h, err = webhookhttp.NewReplay(ho, hooks)
-	default:
-		err = fmt.Errorf("harness: no webhook function %q", name)
-	}
-	if err != nil {
-		return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			return events.APIGatewayV2HTTPResponse{}, err
-		}
-	}
-	return lambdahttp.Entry(h)
+// initFailed is the entry of a function whose builder failed: every
+// invocation returns the error, for whichever event the function takes.
+func initFailed(name string, err error) any {
+	err = fmt.Errorf("%s: init: %w", name, err)
+	return func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, err }
 }
 
 // StreamConsumers returns the names of the functions with a stream trigger,

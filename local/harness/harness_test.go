@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/local/harness"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/memory"
@@ -303,6 +304,7 @@ func TestTaskIDsWithCommas(t *testing.T) {
 func TestAccessLog(t *testing.T) {
 	var buf bytes.Buffer
 	h := mustHarness(t, harness.Options{Log: logging.New(&buf, logging.JSON, slog.LevelInfo)})
+	buf.Reset() // what the builders logged at start
 	r := httptest.NewRequest("POST", "/agents/a2awire-messy/invoke", strings.NewReader(`{"task":"messy-echo","input":{"simulate":"upstream_error"}}`))
 	r.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
@@ -379,6 +381,24 @@ func TestEachFunctionLinksOnlyItsOwnCode(t *testing.T) {
 		usesDynamo := slices.Contains(deps, "github.com/aws/aws-sdk-go-v2/service/dynamodb")
 		if wantsTable := routes.TableAccess(fn) != routes.NoTable; usesDynamo != wantsTable {
 			t.Errorf("%s: links the DynamoDB client = %v, but its table access is %v", fn, usesDynamo, routes.TableAccess(fn))
+		}
+	}
+}
+
+// TestEveryBuilderBuilds: the builder the route table names for each
+// function builds in the harness's Env (none answers as a failed init), and
+// each function that serves routes gets lambdahttp.Entry's handler, the
+// one that keeps headers as the gateway sent them.
+func TestEveryBuilderBuilds(t *testing.T) {
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	for name, h := range harness.Handlers(testOptions(t), st) {
+		if _, failed := h.(func(context.Context, json.RawMessage) (json.RawMessage, error)); failed {
+			t.Errorf("%s: its builder failed", name)
+		}
+		_, isEntry := h.(lambdahttp.Handler)
+		if serves := len(routes.ForFunction(name)) > 0; serves != isEntry {
+			t.Errorf("%s: serves routes %v, is lambdahttp.Entry's handler %v (%T)", name, serves, isEntry, h)
 		}
 	}
 }

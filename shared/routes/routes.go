@@ -6,6 +6,8 @@
 // "{name}" parameters and a trailing greedy "{name+}".
 package routes
 
+//go:generate go run ../../cmd/a2awire-gen
+
 import (
 	"fmt"
 	"slices"
@@ -73,6 +75,11 @@ func (r Route) Key() string { return r.Method + " " + r.Path }
 // without an entry in the function table get DefaultFunction's settings.
 type Function struct {
 	Name string
+	// Builder names the function's builder (a function.Builder) as
+	// "<package path below the module>.<func>", e.g.
+	// "shared/worldhttp.BuildSend". cmd/a2awire-gen writes the function's
+	// main and the harness's list of builders from it.
+	Builder string
 	// MemoryMB is the Lambda memory size.
 	MemoryMB int
 	// TimeoutSeconds is the Lambda timeout; API Gateway caps HTTP integrations at 30.
@@ -171,34 +178,41 @@ var functions = []Function{
 	// URL world cards name (empty: the request's). world-events long-polls
 	// up to 20 s, so its 25 s timeout lets the poll return first (it stops
 	// a second before the deadline).
-	{Name: "world-put", MemoryMB: 256, TimeoutSeconds: 10},
-	{Name: "world-get", MemoryMB: 256, TimeoutSeconds: 10},
-	{Name: "world-join", MemoryMB: 256, TimeoutSeconds: 10},
-	{Name: "world-leave", MemoryMB: 256, TimeoutSeconds: 10},
-	{Name: "world-agents", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_AGENTS": ""}},
-	{Name: "world-send", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_SEND": ""}},
-	{Name: "world-messages", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_READ": ""}},
-	{Name: "world-ping", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_PING": "", "NETWORK_SIGNING_KEY": ""}},
-	{Name: "world-act", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_ACTIONS": ""}},
-	{Name: "world-events", MemoryMB: 256, TimeoutSeconds: 25},
-	{Name: "world-card", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": ""}},
+	{Name: "world-put", Builder: "shared/worldhttp.BuildPut", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-get", Builder: "shared/worldhttp.BuildGet", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-join", Builder: "shared/worldhttp.BuildJoin", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-leave", Builder: "shared/worldhttp.BuildLeave", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-agents", Builder: "shared/worldhttp.BuildAgents", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_AGENTS": ""}},
+	{Name: "world-send", Builder: "shared/worldhttp.BuildSend", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_SEND": ""}},
+	{Name: "world-messages", Builder: "shared/worldhttp.BuildMessages", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_READ": ""}},
+	{Name: "world-ping", Builder: "shared/worldhttp.BuildPing", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_PING": "", "NETWORK_SIGNING_KEY": ""}},
+	{Name: "world-act", Builder: "shared/worldhttp.BuildAct", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_ACTIONS": ""}},
+	{Name: "world-events", Builder: "shared/worldhttp.BuildEvents", MemoryMB: 256, TimeoutSeconds: 25},
+	{Name: "world-card", Builder: "shared/worldhttp.BuildCard", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": ""}},
 
-	{Name: "fixture-punctual", MemoryMB: 128, TimeoutSeconds: 10},
-	{Name: "fixture-clean", MemoryMB: 128, TimeoutSeconds: 10},
+	{Name: "fixture-punctual", Builder: "functions/fixture-punctual/punctual.Build", MemoryMB: 128, TimeoutSeconds: 10},
+	{Name: "fixture-ledger", Builder: "functions/fixture-ledger/ledger.Build", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "fixture-clean", Builder: "functions/fixture-clean/clean.Build", MemoryMB: 128, TimeoutSeconds: 10},
 	// messy's "slow" sleeps up to 5 s and must still answer.
-	{Name: "fixture-messy", MemoryMB: 128, TimeoutSeconds: 10},
+	{Name: "fixture-messy", Builder: "functions/fixture-messy/messy.Build", MemoryMB: 128, TimeoutSeconds: 10},
 	// The LLM call is bounded at 8 s (llm.DefaultTimeout), leaving time for
 	// the fallback. TRANSLATOR_LLM_API_KEY is a secret, so it is not here.
-	{Name: "fixture-translator", MemoryMB: 256, TimeoutSeconds: 15,
+	{Name: "fixture-translator", Builder: "functions/fixture-translator/translator.Build", MemoryMB: 256, TimeoutSeconds: 15,
 		Env: map[string]string{"TRANSLATOR_LLM_URL": "", "TRANSLATOR_LLM_MODEL": ""}},
 	// NETWORK_PUBLIC_KEY (std base64) is the network's public signing key,
 	// BASE_URL the URL the Agent Card names; empty means none / the request's.
-	{Name: "registry", MemoryMB: 256, TimeoutSeconds: 10,
+	{Name: "registry", Builder: "functions/registry/registryapi.Build", MemoryMB: 256, TimeoutSeconds: 10,
 		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": ""}},
 	// No routes: the deploy runs it as the fixtures' registration (a
 	// CloudFormation custom resource, infra/stack Seeding), which writes
 	// the registry's items; 20 s covers five registrations and retries.
-	{Name: "registry-seed", MemoryMB: 128, TimeoutSeconds: 20, Table: ReadWrite},
+	{Name: "registry-seed", Builder: "shared/fixtures/seed.Build", MemoryMB: 128, TimeoutSeconds: 20, Table: ReadWrite},
+
+	// A member's webhook routes.
+	{Name: "world-webhook-set", Builder: "shared/webhookhttp.BuildSet", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-webhook-show", Builder: "shared/webhookhttp.BuildShow", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-webhook-remove", Builder: "shared/webhookhttp.BuildRemove", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-webhook-replay", Builder: "shared/webhookhttp.BuildReplay", MemoryMB: 256, TimeoutSeconds: 10},
 
 	// Webhook delivery. The dispatcher reads the table's stream: small
 	// batches handed over at once (no window), so an event reaches its
@@ -209,10 +223,10 @@ var functions = []Function{
 	// (batchItemFailures); the retry function works the schedule every
 	// minute. NETWORK_SIGNING_KEY (the network's
 	// Ed25519 seed, for v1a) is filled by the deploy from a secret.
-	{Name: "webhook-dispatcher", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
+	{Name: "webhook-dispatcher", Builder: "functions/webhook-dispatcher/dispatcher.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
 		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
 		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 10, ReportBatchItemFailures: true}}},
-	{Name: "webhook-retry", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
+	{Name: "webhook-retry", Builder: "functions/webhook-retry/retry.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
 		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
 		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
 }

@@ -3,10 +3,10 @@ package webhook
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/a2awire/a2awire/shared/function"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -442,34 +442,24 @@ func (d *Dispatcher) Probe(ctx context.Context, worldID, target string) (bool, t
 	return true, r.Latency, nil
 }
 
-// NetworkKeyEnv is the variable the dispatcher's and the retry function's
-// mains read the network's signing key from: the standard base64 of its
-// 32-byte Ed25519 seed. The deploy fills it from a secret (a dynamic
-// reference resolved at deploy time), so no SDK call slows a cold start
-// and the key is in no source file.
-const NetworkKeyEnv = "NETWORK_SIGNING_KEY"
-
-// ParseNetworkKey reads a NetworkKeyEnv value; "" is no key (v1 only).
-func ParseNetworkKey(s string) (ed25519.PrivateKey, error) {
-	if s == "" {
-		return nil, nil
-	}
-	seed, err := base64.StdEncoding.Strict().DecodeString(s)
-	if err != nil || len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("webhook: %s is not the standard base64 of a %d-byte Ed25519 seed", NetworkKeyEnv, ed25519.SeedSize)
-	}
-	return ed25519.NewKeyFromSeed(seed), nil
-}
-
-// FromEnv is the Dispatcher of a Lambda main over st (the main's table,
-// dynamo.FromEnv): NetworkKeyEnv signs v1a (empty: v1 only), attempts go
-// through the cloud-mode egress client, and receivers' answers become their
-// agents' actions through the world service, with the checks and event of
-// POST /actions.
-func FromEnv(getenv func(string) string, st store.Store, log *slog.Logger) (*Dispatcher, error) {
-	key, err := ParseNetworkKey(getenv(NetworkKeyEnv))
+// Build is the Dispatcher of the dispatcher and retry functions over env:
+// the network key signs v1a (none: v1 only), attempts go through env's
+// egress policy with a 5 s timeout each, and receivers' answers become
+// their agents' actions through the world service, with the checks and
+// event of POST /actions.
+func Build(env function.Env) (*Dispatcher, error) {
+	st, err := env.NeedStore(env.Name)
 	if err != nil {
 		return nil, err
 	}
-	return NewDispatcher(Config{Store: st, NetworkKey: key, Actions: world.New(st), Log: log})
+	eg := env.Egress
+	eg.Timeout = delivery.AttemptTimeout
+	return NewDispatcher(Config{
+		Store:      st,
+		Client:     egress.NewClient(eg),
+		NetworkKey: env.NetworkKey,
+		Actions:    world.New(st, world.WithClock(env.Now)),
+		Now:        env.Now,
+		Log:        env.Log,
+	})
 }

@@ -43,7 +43,6 @@ import (
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/webhook/signature"
-	"github.com/a2awire/a2awire/shared/webhookhttp"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -87,7 +86,7 @@ type Webhook struct {
 	Enabled        bool
 	DisabledReason string
 	CreatedAt      time.Time
-	Stats          webhookhttp.Stats
+	Stats          Stats
 }
 
 // Store is the webhook domain over the item API. It satisfies
@@ -149,12 +148,12 @@ func (s *Store) Get(ctx context.Context, worldID, awnID string) (Webhook, error)
 }
 
 // Show is Get as the GET route shows it: never the secret.
-func (s *Store) Show(ctx context.Context, worldID, awnID string) (webhookhttp.View, error) {
+func (s *Store) Show(ctx context.Context, worldID, awnID string) (View, error) {
 	w, err := s.Get(ctx, worldID, awnID)
 	if err != nil {
-		return webhookhttp.View{}, err
+		return View{}, err
 	}
-	return webhookhttp.View{URL: w.URL, Enabled: w.Enabled, DisabledReason: w.DisabledReason, CreatedAt: w.CreatedAt, Stats: w.Stats}, nil
+	return View{URL: w.URL, Enabled: w.Enabled, DisabledReason: w.DisabledReason, CreatedAt: w.CreatedAt, Stats: w.Stats}, nil
 }
 
 // Remove deletes awnID's webhook in world; none is NotFound. Retries

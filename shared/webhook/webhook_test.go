@@ -24,7 +24,6 @@ import (
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/webhook/delivery"
 	"github.com/a2awire/a2awire/shared/webhook/signature"
-	"github.com/a2awire/a2awire/shared/webhookhttp"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -191,7 +190,7 @@ func TestSetShowRemove(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.URL != "https://a.example/hook" || !v.Enabled || !v.CreatedAt.Equal(t0) || v.Stats != (webhookhttp.Stats{}) {
+		if v.URL != "https://a.example/hook" || !v.Enabled || !v.CreatedAt.Equal(t0) || v.Stats != (webhook.Stats{}) {
 			t.Fatalf("view %+v", v)
 		}
 		if b, _ := json.Marshal(v); strings.Contains(string(b), secret) || strings.Contains(string(b), "secret") {
@@ -774,27 +773,6 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-func TestParseNetworkKey(t *testing.T) {
-	if k, err := webhook.ParseNetworkKey(""); k != nil || err != nil {
-		t.Fatalf("empty: %v %v", k, err)
-	}
-	k, err := webhook.ParseNetworkKey("d2ViaG9vay10ZXN0LW5ldHdvcmsta2V5LXNlZWQtMzI=")
-	if err != nil || !k.Equal(networkKey()) {
-		t.Fatalf("seed: %v", err)
-	}
-	for _, bad := range []string{"not base64!", "c2hvcnQ=", "d2ViaG9vay10ZXN0LW5ldHdvcmsta2V5LXNlZWQtMzI"} {
-		if _, err := webhook.ParseNetworkKey(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	if _, err := webhook.NewDispatcher(webhook.Config{}); err == nil {
-		t.Error("a dispatcher without a store was built")
-	}
-	if _, err := webhook.NewDispatcher(webhook.Config{Store: stores.Memory().Open(t), NetworkKey: ed25519.PrivateKey("short")}); err == nil {
-		t.Error("a dispatcher with a short key was built")
-	}
-}
-
 func TestNextWait(t *testing.T) {
 	for i, w := range webhook.Waits {
 		lo, _ := webhook.NextWait(i+1, -1, 0)
@@ -850,5 +828,14 @@ func TestRetriesOfDisabledWebhookDeadLettered(t *testing.T) {
 	dls, _ := d.Store().DeadLetters(ctx, "w", "aw:a", t0.Add(-time.Hour))
 	if len(dls) != 2 || dls[0].Event.ID != first.ID || dls[0].LastError != "the webhook is disabled" {
 		t.Fatalf("dead letters %+v", dls)
+	}
+}
+
+func TestNewDispatcherRefusesBadConfig(t *testing.T) {
+	if _, err := webhook.NewDispatcher(webhook.Config{}); err == nil {
+		t.Error("a dispatcher without a store was built")
+	}
+	if _, err := webhook.NewDispatcher(webhook.Config{Store: stores.Memory().Open(t), NetworkKey: ed25519.PrivateKey("short")}); err == nil {
+		t.Error("a dispatcher with a short key was built")
 	}
 }

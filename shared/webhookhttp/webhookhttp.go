@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/a2awire/a2awire/shared/webhook"
 	"log/slog"
 	"net/http"
 	"time"
@@ -26,47 +27,15 @@ import (
 	"github.com/a2awire/a2awire/shared/routes"
 )
 
-// Function names (functions/ folders) and route keys.
-const (
-	FunctionSet    = "world-webhook-set"
-	FunctionShow   = "world-webhook-show"
-	FunctionRemove = "world-webhook-remove"
-	FunctionReplay = "world-webhook-replay"
-
-	RouteSet    = "PUT /v0/worlds/{world}/webhook"
-	RouteShow   = "GET /v0/worlds/{world}/webhook"
-	RouteRemove = "DELETE /v0/worlds/{world}/webhook"
-	RouteReplay = "POST /v0/worlds/{world}/webhook/replay"
-)
-
 // Setter stores a member's webhook URL with a fresh secret, replacing any
 // earlier one, and returns the secret.
 type Setter interface {
 	Set(ctx context.Context, world, awnID, url string) (secret string, err error)
 }
 
-// Stats are a webhook's delivery counters.
-type Stats struct {
-	Delivered     int64      `json:"delivered"`
-	Failed        int64      `json:"failed"`
-	DeadLettered  int64      `json:"deadLettered"`
-	LastError     string     `json:"lastError,omitempty"`
-	LastErrorAt   *time.Time `json:"lastErrorAt,omitempty"`
-	LastSuccessAt *time.Time `json:"lastSuccessAt,omitempty"`
-}
-
-// View is what GET shows: never the secret.
-type View struct {
-	URL            string    `json:"url"`
-	Enabled        bool      `json:"enabled"`
-	DisabledReason string    `json:"disabledReason,omitempty"`
-	CreatedAt      time.Time `json:"createdAt"`
-	Stats          Stats     `json:"stats"`
-}
-
 // Shower reads a member's webhook; none is a NotFound *apierror.Error.
 type Shower interface {
-	Show(ctx context.Context, world, awnID string) (View, error)
+	Show(ctx context.Context, world, awnID string) (webhook.View, error)
 }
 
 // Remover deletes a member's webhook; none is a NotFound *apierror.Error.
@@ -104,10 +73,18 @@ type Options struct {
 	// zero value (https, public hosts) in Lambda; the harness allows http
 	// and loopback.
 	URLs egress.Options
+	// Function is the function the handler is (its folder under
+	// functions/): the handler serves that function's routes of the table.
+	Function string
 }
 
-// serve builds the access dispatcher of one function with one route.
-func serve(fn, route string, o Options, f func(http.ResponseWriter, *http.Request) error) (http.Handler, error) {
+// serve builds the access dispatcher of function o.Function: f serves its
+// routes of the table.
+func serve(o Options, f func(http.ResponseWriter, *http.Request) error) (http.Handler, error) {
+	fn := o.Function
+	if fn == "" {
+		return nil, errors.New("webhookhttp: Options.Function names no function")
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -115,21 +92,30 @@ func serve(fn, route string, o Options, f func(http.ResponseWriter, *http.Reques
 	wrapped := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := f(w, r); err != nil {
 			if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
-				log.ErrorContext(r.Context(), "webhook request failed", "route", route, "err", err)
+				log.ErrorContext(r.Context(), "webhook request failed", "function", fn, "err", err)
 			}
 			apierror.WriteWorld(w, err)
 		}
 	})
-	var table []routes.Route
-	for _, r := range o.Auth.Table {
+	table := o.Auth.Table
+	if table == nil {
+		table = routes.All()
+	}
+	var own []routes.Route
+	rs := map[string]access.Route{}
+	for _, r := range table {
 		if r.Function == fn {
-			table = append(table, r)
+			own = append(own, r)
+			rs[r.Key()] = access.Route{Handler: wrapped}
 		}
+	}
+	if len(own) == 0 {
+		return nil, fmt.Errorf("webhookhttp: function %s serves no route of the table", fn)
 	}
 	d, err := access.New(access.Config{
 		Function:  fn,
-		Table:     table,
-		Routes:    map[string]access.Route{route: {Handler: wrapped}},
+		Table:     custom(o.Auth.Table, own),
+		Routes:    rs,
 		Verifier:  o.Auth.Verifier,
 		Keys:      o.Auth.Keys,
 		ParamKeys: o.Auth.ParamKeys,
@@ -189,7 +175,7 @@ func NewSet(o Options, store Setter) (http.Handler, error) {
 	if store == nil {
 		return nil, errors.New("webhookhttp: no webhook store")
 	}
-	return serve(FunctionSet, RouteSet, o, func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, func(w http.ResponseWriter, r *http.Request) error {
 		world, awnID, err := caller(r)
 		if err != nil {
 			return err
@@ -220,7 +206,7 @@ func NewShow(o Options, store Shower) (http.Handler, error) {
 	if store == nil {
 		return nil, errors.New("webhookhttp: no webhook store")
 	}
-	return serve(FunctionShow, RouteShow, o, func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, func(w http.ResponseWriter, r *http.Request) error {
 		world, awnID, err := caller(r)
 		if err != nil {
 			return err
@@ -238,7 +224,7 @@ func NewRemove(o Options, store Remover) (http.Handler, error) {
 	if store == nil {
 		return nil, errors.New("webhookhttp: no webhook store")
 	}
-	return serve(FunctionRemove, RouteRemove, o, func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, func(w http.ResponseWriter, r *http.Request) error {
 		world, awnID, err := caller(r)
 		if err != nil {
 			return err
@@ -256,7 +242,7 @@ func NewReplay(o Options, store Replayer) (http.Handler, error) {
 	if store == nil {
 		return nil, errors.New("webhookhttp: no webhook store")
 	}
-	return serve(FunctionReplay, RouteReplay, o, func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, func(w http.ResponseWriter, r *http.Request) error {
 		world, awnID, err := caller(r)
 		if err != nil {
 			return err
@@ -280,4 +266,13 @@ func NewReplay(o Options, store Replayer) (http.Handler, error) {
 		}
 		return ok(w, http.StatusOK, map[string]int{"replayed": n})
 	})
+}
+
+// custom is the table access matches within: nil (the route table, as
+// deployed) unless a test gave its own, then that function's rows of it.
+func custom(given, own []routes.Route) []routes.Route {
+	if given == nil {
+		return nil
+	}
+	return own
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"github.com/a2awire/a2awire/shared/webhook"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,10 +35,10 @@ var (
 
 // table holds the four routes until the real table carries them.
 var table = []routes.Route{
-	{Method: "PUT", Path: "/v0/worlds/{world}/webhook", Function: webhookhttp.FunctionSet, Auth: routes.Member},
-	{Method: "GET", Path: "/v0/worlds/{world}/webhook", Function: webhookhttp.FunctionShow, Auth: routes.Member},
-	{Method: "DELETE", Path: "/v0/worlds/{world}/webhook", Function: webhookhttp.FunctionRemove, Auth: routes.Member},
-	{Method: "POST", Path: "/v0/worlds/{world}/webhook/replay", Function: webhookhttp.FunctionReplay, Auth: routes.Member},
+	{Method: "PUT", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-set", Auth: routes.Member},
+	{Method: "GET", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-show", Auth: routes.Member},
+	{Method: "DELETE", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-remove", Auth: routes.Member},
+	{Method: "POST", Path: "/v0/worlds/{world}/webhook/replay", Function: "world-webhook-replay", Auth: routes.Member},
 }
 
 type members struct{}
@@ -49,7 +50,7 @@ func (members) IsMember(_ context.Context, p map[string]string, id access.Identi
 // fakeStore keeps one webhook per (world, awnId) in a map.
 type fakeStore struct {
 	mu     sync.Mutex
-	hooks  map[string]webhookhttp.View
+	hooks  map[string]webhook.View
 	since  time.Time
 	secret string
 }
@@ -62,11 +63,11 @@ func (f *fakeStore) Set(_ context.Context, w, a, url string) (string, error) {
 		return "", err
 	}
 	f.secret = s
-	f.hooks[w+"|"+a] = webhookhttp.View{URL: url, Enabled: true, CreatedAt: time.Unix(1767225600, 0).UTC()}
+	f.hooks[w+"|"+a] = webhook.View{URL: url, Enabled: true, CreatedAt: time.Unix(1767225600, 0).UTC()}
 	return s, nil
 }
 
-func (f *fakeStore) Show(_ context.Context, w, a string) (webhookhttp.View, error) {
+func (f *fakeStore) Show(_ context.Context, w, a string) (webhook.View, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v, ok := f.hooks[w+"|"+a]
@@ -114,7 +115,7 @@ func newAPI(t *testing.T, urls egress.Options) *api {
 	o := webhookhttp.Options{URLs: urls, Auth: webhookhttp.Auth{
 		Verifier: auth.NewVerifier(auth.NewNonces(st), nil), Keys: keys, Members: members{}, Table: table,
 	}}
-	fs := &fakeStore{hooks: map[string]webhookhttp.View{}}
+	fs := &fakeStore{hooks: map[string]webhook.View{}}
 	a := &api{t: t, store: fs, servers: map[string]http.Handler{}}
 	must := func(h http.Handler, err error) http.Handler {
 		if err != nil {
@@ -122,10 +123,10 @@ func newAPI(t *testing.T, urls egress.Options) *api {
 		}
 		return h
 	}
-	a.servers["PUT"] = must(webhookhttp.NewSet(o, fs))
-	a.servers["GET"] = must(webhookhttp.NewShow(o, fs))
-	a.servers["DELETE"] = must(webhookhttp.NewRemove(o, fs))
-	a.servers["POST"] = must(webhookhttp.NewReplay(o, fs))
+	a.servers["PUT"] = must(webhookhttp.NewSet(fn(o, "world-webhook-set"), fs))
+	a.servers["GET"] = must(webhookhttp.NewShow(fn(o, "world-webhook-show"), fs))
+	a.servers["DELETE"] = must(webhookhttp.NewRemove(fn(o, "world-webhook-remove"), fs))
+	a.servers["POST"] = must(webhookhttp.NewReplay(fn(o, "world-webhook-replay"), fs))
 	return a
 }
 
@@ -257,4 +258,10 @@ func TestReplayValidatesSince(t *testing.T) {
 			t.Errorf("%s: %d %v", body, st, m)
 		}
 	}
+}
+
+// fn is o for the handler of function name.
+func fn(o webhookhttp.Options, name string) webhookhttp.Options {
+	o.Function = name
+	return o
 }

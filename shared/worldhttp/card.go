@@ -95,5 +95,5 @@ func NewCard(o Options, worlds WorldReader) (http.Handler, error) {
 		}
 		return agentcard.Serve(w, r, worldCard(m, agentcard.BaseURL(r, o.BaseURL)))
 	}
-	return serve(FunctionCard, o, nil, spec{key: RouteCard, handler: card}, spec{key: RouteCardAlias, handler: card})
+	return serve(o, nil, card, nil)
 }

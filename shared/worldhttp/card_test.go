@@ -80,7 +80,7 @@ func TestAgentCardNoAuth(t *testing.T) {
 // TestWorldCardParsesWithA2AGo: a2a-go's resolver fetches and parses a
 // world's card from a server, on both paths.
 func TestWorldCardParsesWithA2AGo(t *testing.T) {
-	h, err := worldhttp.NewCard(worldhttp.Options{Table: testTable}, newFake())
+	h, err := worldhttp.NewCard(worldhttp.Options{Function: "world-card", Table: testTable}, newFake())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestRequestCost(t *testing.T) {
 	m := capacity.New()
 	client, table := dynamolocal.NewTable(t, local, m.Option())
 	st := dynamo.New(client, table)
-	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "", nil)
+	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "", nil, nil)
 	o := deps.Options
 	w := deps.World
 	box := inbox.New(st)
@@ -48,17 +48,17 @@ func TestRequestCost(t *testing.T) {
 		return h
 	}
 	handlers := map[string]http.Handler{
-		"put":      must(worldhttp.NewPut(o, w)),
-		"get":      must(worldhttp.NewGet(o, w)),
-		"join":     must(worldhttp.NewJoin(o, w)),
-		"leave":    must(worldhttp.NewLeave(o, w)),
-		"agents":   must(worldhttp.NewAgents(o, w, world.Presence)),
-		"send":     must(worldhttp.NewSend(o, box)),
-		"messages": must(worldhttp.NewMessages(o, box)),
-		"ping":     must(worldhttp.NewPing(o, w, mustProber(t, st))),
-		"act":      must(worldhttp.NewAct(o, w)),
-		"events":   must(worldhttp.NewEvents(o, w)),
-		"card":     must(worldhttp.NewCard(o, w)),
+		"put":      must(worldhttp.NewPut(fn(o, "world-put"), w)),
+		"get":      must(worldhttp.NewGet(fn(o, "world-get"), w)),
+		"join":     must(worldhttp.NewJoin(fn(o, "world-join"), w)),
+		"leave":    must(worldhttp.NewLeave(fn(o, "world-leave"), w)),
+		"agents":   must(worldhttp.NewAgents(fn(o, "world-agents"), w, world.Presence)),
+		"send":     must(worldhttp.NewSend(fn(o, "world-send"), box)),
+		"messages": must(worldhttp.NewMessages(fn(o, "world-messages"), box)),
+		"ping":     must(worldhttp.NewPing(fn(o, "world-ping"), w, mustProber(t, st))),
+		"act":      must(worldhttp.NewAct(fn(o, "world-act"), w)),
+		"events":   must(worldhttp.NewEvents(fn(o, "world-events"), w)),
+		"card":     must(worldhttp.NewCard(fn(o, "world-card"), w)),
 	}
 	call := func(fn string, k []byte, method, path, body string) int {
 		t.Helper()

@@ -1,8 +1,8 @@
 package worldhttp
 
 import (
-	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/ratelimit"
@@ -26,31 +26,22 @@ type Deps struct {
 // rate limiter with limits, and the Agent Card's base URL. The Lambda mains
 // (FromEnv) and the local harness both build them here, so the two cannot
 // wire the functions differently.
-func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.Logger) Deps {
-	w := world.New(st, world.WithSubjects(registry.New(st)))
+func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.Logger, now func() time.Time) Deps {
+	w := world.New(st, world.WithSubjects(registry.New(st)), world.WithClock(now))
+	var lopts []ratelimit.Option
+	if now != nil {
+		lopts = append(lopts, ratelimit.WithClock(now))
+	}
 	return Deps{
 		Options: Options{
 			Log:      log,
 			Verifier: auth.NewVerifier(auth.NewNonces(st), nil),
 			Members:  w,
-			Limiter:  ratelimit.New(st, limits),
+			Limiter:  ratelimit.New(st, limits, lopts...),
 			BaseURL:  baseURL,
+			Now:      now,
 		},
 		Store: st,
 		World: w,
 	}
-}
-
-// FromEnv reads the rest of a world function's environment once, over st
-// (the main's table, dynamo.FromEnv): RATE_LIMIT_SEND / _READ / _AGENTS /
-// _PING / _ACTIONS (requests per agent per minute; unset keeps the
-// defaults) and BASE_URL (the public URL the Agent Card names; empty takes
-// it from each request). The store comes in rather than being opened here
-// so that no handler package links an engine (the store's layering test).
-func FromEnv(getenv func(string) string, st store.Store, log *slog.Logger) (Deps, error) {
-	limits, err := ratelimit.LimitsFromEnv(getenv)
-	if err != nil {
-		return Deps{}, fmt.Errorf("worldhttp: %w", err)
-	}
-	return NewDeps(st, limits, getenv("BASE_URL"), log), nil
 }

@@ -61,9 +61,9 @@ type EventWaiter interface {
 }
 
 // needMembers is the start-up check of a member route.
-func needMembers(fn string, o Options) error {
+func needMembers(o Options) error {
 	if o.Members == nil {
-		return fmt.Errorf("worldhttp: %s: no member key lookup", fn)
+		return fmt.Errorf("worldhttp: %s: no member key lookup", o.Function)
 	}
 	return nil
 }
@@ -74,10 +74,10 @@ func NewLeave(o Options, leaver Leaver) (http.Handler, error) {
 	if leaver == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
-	if err := needMembers(FunctionLeave, o); err != nil {
+	if err := needMembers(o); err != nil {
 		return nil, err
 	}
-	return serve(FunctionLeave, o, nil, spec{key: RouteLeave, handler: func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, nil, func(w http.ResponseWriter, r *http.Request) error {
 		world, awnID, err := caller(r)
 		if err != nil {
 			return err
@@ -89,7 +89,7 @@ func NewLeave(o Options, leaver Leaver) (http.Handler, error) {
 			return fmt.Errorf("worldhttp: leave: %w", err)
 		}
 		return reply(w, http.StatusOK, map[string]bool{"left": true})
-	}})
+	}, nil)
 }
 
 // agentOut is one member as the agents list shows it.
@@ -112,10 +112,10 @@ func NewAgents(o Options, lister MemberLister, presence Presence) (http.Handler,
 	if lister == nil || presence == nil {
 		return nil, errors.New("worldhttp: no world service or presence rule")
 	}
-	if err := errors.Join(needMembers(FunctionAgents, o), needLimiter(FunctionAgents, o)); err != nil {
+	if err := errors.Join(needMembers(o), needLimiter(o)); err != nil {
 		return nil, err
 	}
-	return serve(FunctionAgents, o, nil, spec{key: RouteAgents, handler: limited(o, OpAgents, func(w http.ResponseWriter, r *http.Request, world, _ string) error {
+	return serve(o, nil, limited(o, OpAgents, func(w http.ResponseWriter, r *http.Request, world, _ string) error {
 		members, err := lister.Members(r.Context(), world)
 		if err != nil {
 			return fmt.Errorf("worldhttp: list agents: %w", err)
@@ -131,7 +131,7 @@ func NewAgents(o Options, lister MemberLister, presence Presence) (http.Handler,
 			out = append(out, a)
 		}
 		return reply(w, http.StatusOK, map[string]any{"agents": out, "count": len(out)})
-	})})
+	}), nil)
 }
 
 // messageOut is a direct message as clients see it.
@@ -161,10 +161,10 @@ func NewSend(o Options, sender Sender) (http.Handler, error) {
 	if sender == nil {
 		return nil, errors.New("worldhttp: no inbox")
 	}
-	if err := errors.Join(needMembers(FunctionSend, o), needLimiter(FunctionSend, o)); err != nil {
+	if err := errors.Join(needMembers(o), needLimiter(o)); err != nil {
 		return nil, err
 	}
-	return serve(FunctionSend, o, nil, spec{key: RouteSend, handler: limited(o, OpSend, func(w http.ResponseWriter, r *http.Request, world, awnID string) error {
+	return serve(o, nil, limited(o, OpSend, func(w http.ResponseWriter, r *http.Request, world, awnID string) error {
 		var in sendBody
 		if err := decode(access.Body(r), &in); err != nil {
 			return err
@@ -180,7 +180,7 @@ func NewSend(o Options, sender Sender) (http.Handler, error) {
 			return fmt.Errorf("worldhttp: send: %w", err)
 		}
 		return reply(w, http.StatusCreated, messageJSON(m))
-	})})
+	}), nil)
 }
 
 // NewMessages serves GET /v0/worlds/{world}/messages?peek=&since=&limit=
@@ -190,10 +190,10 @@ func NewMessages(o Options, reader Reader) (http.Handler, error) {
 	if reader == nil {
 		return nil, errors.New("worldhttp: no inbox")
 	}
-	if err := errors.Join(needMembers(FunctionMessages, o), needLimiter(FunctionMessages, o)); err != nil {
+	if err := errors.Join(needMembers(o), needLimiter(o)); err != nil {
 		return nil, err
 	}
-	return serve(FunctionMessages, o, nil, spec{key: RouteMessages, handler: limited(o, OpRead, func(w http.ResponseWriter, r *http.Request, world, awnID string) error {
+	return serve(o, nil, limited(o, OpRead, func(w http.ResponseWriter, r *http.Request, world, awnID string) error {
 		q := newQuery(r.URL.RawQuery)
 		ro := ReadOptions{Peek: q.boolean("peek"), Since: q.time("since"), Limit: q.intIn("limit", 1, MaxLimit, DefaultLimit)}
 		if q.err != nil {
@@ -208,7 +208,7 @@ func NewMessages(o Options, reader Reader) (http.Handler, error) {
 			out = append(out, messageJSON(m))
 		}
 		return reply(w, http.StatusOK, map[string]any{"messages": out, "count": len(out)})
-	})})
+	}), nil)
 }
 
 // NewPing serves POST /v0/worlds/{world}/ping (rate limit "ping"):
@@ -221,10 +221,10 @@ func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 	if pinger == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
-	if err := errors.Join(needMembers(FunctionPing, o), needLimiter(FunctionPing, o)); err != nil {
+	if err := errors.Join(needMembers(o), needLimiter(o)); err != nil {
 		return nil, err
 	}
-	return serve(FunctionPing, o, nil, spec{key: RoutePing, handler: limited(o, OpPing, func(w http.ResponseWriter, r *http.Request, world, _ string) error {
+	return serve(o, nil, limited(o, OpPing, func(w http.ResponseWriter, r *http.Request, world, _ string) error {
 		var in struct {
 			Target string `json:"target"`
 		}
@@ -249,7 +249,7 @@ func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 			}
 		}
 		return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": polled, "latencyMs": nil})
-	})})
+	}), nil)
 }
 
 // NewAct serves POST /v0/worlds/{world}/actions (rate limit "actions"):
@@ -258,10 +258,10 @@ func NewAct(o Options, submitter ActionSubmitter) (http.Handler, error) {
 	if submitter == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
-	if err := errors.Join(needMembers(FunctionAct, o), needLimiter(FunctionAct, o)); err != nil {
+	if err := errors.Join(needMembers(o), needLimiter(o)); err != nil {
 		return nil, err
 	}
-	return serve(FunctionAct, o, nil, spec{key: RouteAct, handler: limited(o, OpActions, func(w http.ResponseWriter, r *http.Request, world, awnID string) error {
+	return serve(o, nil, limited(o, OpActions, func(w http.ResponseWriter, r *http.Request, world, awnID string) error {
 		var in struct {
 			Action string          `json:"action"`
 			Params json.RawMessage `json:"params"`
@@ -285,7 +285,7 @@ func NewAct(o Options, submitter ActionSubmitter) (http.Handler, error) {
 			return fmt.Errorf("worldhttp: submit action: %w", err)
 		}
 		return reply(w, http.StatusCreated, map[string]string{"actionId": id})
-	})})
+	}), nil)
 }
 
 // eventOut is an event as clients see it.
@@ -305,10 +305,10 @@ func NewEvents(o Options, waiter EventWaiter) (http.Handler, error) {
 	if waiter == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
-	if err := needMembers(FunctionEvents, o); err != nil {
+	if err := needMembers(o); err != nil {
 		return nil, err
 	}
-	return serve(FunctionEvents, o, nil, spec{key: RouteEvents, handler: func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, nil, func(w http.ResponseWriter, r *http.Request) error {
 		world, awnID, err := caller(r)
 		if err != nil {
 			return err
@@ -329,5 +329,5 @@ func NewEvents(o Options, waiter EventWaiter) (http.Handler, error) {
 			cursor = e.ID
 		}
 		return reply(w, http.StatusOK, map[string]any{"events": out, "count": len(out), "cursor": cursor})
-	}})
+	}, nil)
 }

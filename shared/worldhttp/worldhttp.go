@@ -36,37 +36,6 @@ import (
 	"github.com/a2awire/a2awire/shared/routes"
 )
 
-// Function names (functions/ folders), one per route.
-const (
-	FunctionPut      = "world-put"
-	FunctionGet      = "world-get"
-	FunctionJoin     = "world-join"
-	FunctionLeave    = "world-leave"
-	FunctionAgents   = "world-agents"
-	FunctionSend     = "world-send"
-	FunctionMessages = "world-messages"
-	FunctionPing     = "world-ping"
-	FunctionAct      = "world-act"
-	FunctionEvents   = "world-events"
-	FunctionCard     = "world-card"
-)
-
-// Route keys, as the route table and API Gateway name them.
-const (
-	RoutePut       = "PUT /v0/worlds/{world}"
-	RouteGet       = "GET /v0/worlds/{world}"
-	RouteJoin      = "POST /v0/worlds/{world}/join"
-	RouteLeave     = "POST /v0/worlds/{world}/leave"
-	RouteAgents    = "GET /v0/worlds/{world}/agents"
-	RouteSend      = "POST /v0/worlds/{world}/messages"
-	RouteMessages  = "GET /v0/worlds/{world}/messages"
-	RoutePing      = "POST /v0/worlds/{world}/ping"
-	RouteAct       = "POST /v0/worlds/{world}/actions"
-	RouteEvents    = "GET /v0/worlds/{world}/events"
-	RouteCard      = "GET /v0/worlds/{world}/.well-known/agent-card.json"
-	RouteCardAlias = "GET /v0/worlds/{world}/.well-known/agent.json"
-)
-
 // MemberKeys is the key lookup of member routes: the public key and awnId
 // of the member of world whose keyid is keyID; no such member is an
 // *apierror.Error of kind NotJoined (world.Service.MemberKey).
@@ -100,6 +69,9 @@ type Options struct {
 	Now func() time.Time
 	// MaxBody bounds request bodies; zero means access.DefaultMaxBody.
 	MaxBody int64
+	// Function is the function the handler is (its folder under
+	// functions/): the handler serves that function's routes of the table.
+	Function string
 	// Table overrides the route table (tests); each function serves its
 	// own routes of it.
 	Table []routes.Route
@@ -115,26 +87,32 @@ func (o Options) now() time.Time {
 // handlerFunc is a route's handler that returns its error for rendering.
 type handlerFunc func(http.ResponseWriter, *http.Request) error
 
-// spec is one route a function serves.
-type spec struct {
-	key     string
-	handler handlerFunc
-	// bodyKey, on signed routes, reads the signing key from the body.
-	bodyKey func([]byte) (ed25519.PublicKey, error)
-}
-
-// serve builds the dispatcher of one function from its routes: member
-// routes verify against o.Members, signed ones against their body key (and
-// paramKeys when the body carries none).
-func serve(fn string, o Options, paramKeys access.ParamKeyLookup, specs ...spec) (http.Handler, error) {
+// serve builds the dispatcher of function o.Function: f serves each of its
+// routes in the table (bodyKey, on signed routes, reads the signing key
+// from the body). Member routes verify against o.Members, signed ones
+// against their body key (and paramKeys when the body carries none).
+func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error)) (http.Handler, error) {
+	fn := o.Function
+	if fn == "" {
+		return nil, errors.New("worldhttp: Options.Function names no function")
+	}
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rs := make(map[string]access.Route, len(specs))
-	for _, s := range specs {
-		f, key := s.handler, s.key
-		rs[key] = access.Route{BodyKey: s.bodyKey, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	table := o.Table
+	if table == nil {
+		table = routes.All()
+	}
+	rs := map[string]access.Route{}
+	var own []routes.Route
+	for _, rt := range table {
+		if rt.Function != fn {
+			continue
+		}
+		own = append(own, rt)
+		key := rt.Key()
+		rs[key] = access.Route{BodyKey: bodyKey, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := f(w, r); err != nil {
 				if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
 					log.ErrorContext(r.Context(), "world request failed", "function", fn, "route", key, "err", err)
@@ -142,6 +120,9 @@ func serve(fn string, o Options, paramKeys access.ParamKeyLookup, specs ...spec)
 				apierror.WriteWorld(w, err)
 			}
 		})}
+	}
+	if len(own) == 0 {
+		return nil, fmt.Errorf("worldhttp: function %s serves no route of the table", fn)
 	}
 	if paramKeys == nil && o.Members != nil {
 		members := o.Members
@@ -153,15 +134,9 @@ func serve(fn string, o Options, paramKeys access.ParamKeyLookup, specs ...spec)
 			return pub, nil
 		}
 	}
-	var table []routes.Route
-	for _, r := range o.Table {
-		if r.Function == fn {
-			table = append(table, r)
-		}
-	}
 	d, err := access.New(access.Config{
 		Function:  fn,
-		Table:     table,
+		Table:     custom(o.Table, own),
 		Routes:    rs,
 		Verifier:  o.Verifier,
 		ParamKeys: paramKeys,
@@ -201,9 +176,9 @@ func limited(o Options, op RateOp, next func(w http.ResponseWriter, r *http.Requ
 }
 
 // needLimiter is the start-up check of a rate-limited route.
-func needLimiter(fn string, o Options) error {
+func needLimiter(o Options) error {
 	if o.Limiter == nil {
-		return fmt.Errorf("worldhttp: %s: no rate limiter", fn)
+		return fmt.Errorf("worldhttp: %s: no rate limiter", o.Function)
 	}
 	return nil
 }
@@ -251,4 +226,13 @@ func object(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return raw
+}
+
+// custom is the table access matches within: nil (the route table, as
+// deployed) unless a test gave its own, then that function's rows of it.
+func custom(given, own []routes.Route) []routes.Route {
+	if given == nil {
+		return nil
+	}
+	return own
 }

@@ -38,18 +38,18 @@ var (
 
 // testTable is the world routes as the route table lists them.
 var testTable = []routes.Route{
-	{Method: "PUT", Path: "/v0/worlds/{world}", Function: worldhttp.FunctionPut, Auth: routes.Signed},
-	{Method: "GET", Path: "/v0/worlds/{world}", Function: worldhttp.FunctionGet, Auth: routes.Public},
-	{Method: "POST", Path: "/v0/worlds/{world}/join", Function: worldhttp.FunctionJoin, Auth: routes.Signed},
-	{Method: "POST", Path: "/v0/worlds/{world}/leave", Function: worldhttp.FunctionLeave, Auth: routes.Member},
-	{Method: "GET", Path: "/v0/worlds/{world}/agents", Function: worldhttp.FunctionAgents, Auth: routes.Member},
-	{Method: "POST", Path: "/v0/worlds/{world}/messages", Function: worldhttp.FunctionSend, Auth: routes.Member},
-	{Method: "GET", Path: "/v0/worlds/{world}/messages", Function: worldhttp.FunctionMessages, Auth: routes.Member},
-	{Method: "POST", Path: "/v0/worlds/{world}/ping", Function: worldhttp.FunctionPing, Auth: routes.Member},
-	{Method: "POST", Path: "/v0/worlds/{world}/actions", Function: worldhttp.FunctionAct, Auth: routes.Member},
-	{Method: "GET", Path: "/v0/worlds/{world}/events", Function: worldhttp.FunctionEvents, Auth: routes.Member},
-	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent-card.json", Function: worldhttp.FunctionCard, Auth: routes.Public},
-	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent.json", Function: worldhttp.FunctionCard, Auth: routes.Public},
+	{Method: "PUT", Path: "/v0/worlds/{world}", Function: "world-put", Auth: routes.Signed},
+	{Method: "GET", Path: "/v0/worlds/{world}", Function: "world-get", Auth: routes.Public},
+	{Method: "POST", Path: "/v0/worlds/{world}/join", Function: "world-join", Auth: routes.Signed},
+	{Method: "POST", Path: "/v0/worlds/{world}/leave", Function: "world-leave", Auth: routes.Member},
+	{Method: "GET", Path: "/v0/worlds/{world}/agents", Function: "world-agents", Auth: routes.Member},
+	{Method: "POST", Path: "/v0/worlds/{world}/messages", Function: "world-send", Auth: routes.Member},
+	{Method: "GET", Path: "/v0/worlds/{world}/messages", Function: "world-messages", Auth: routes.Member},
+	{Method: "POST", Path: "/v0/worlds/{world}/ping", Function: "world-ping", Auth: routes.Member},
+	{Method: "POST", Path: "/v0/worlds/{world}/actions", Function: "world-act", Auth: routes.Member},
+	{Method: "GET", Path: "/v0/worlds/{world}/events", Function: "world-events", Auth: routes.Member},
+	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent-card.json", Function: "world-card", Auth: routes.Public},
+	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent.json", Function: "world-card", Auth: routes.Public},
 }
 
 var created = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -122,29 +122,35 @@ func newAPI(t *testing.T, f *fake, tune func(*worldhttp.Options)) *api {
 		}
 		a.handlers[fn] = h
 	}
-	h, err := worldhttp.NewPut(o, f)
-	add(worldhttp.FunctionPut, h, err)
-	h, err = worldhttp.NewGet(o, f)
-	add(worldhttp.FunctionGet, h, err)
-	h, err = worldhttp.NewJoin(o, f)
-	add(worldhttp.FunctionJoin, h, err)
-	h, err = worldhttp.NewLeave(o, f)
-	add(worldhttp.FunctionLeave, h, err)
-	h, err = worldhttp.NewAgents(o, f, presence)
-	add(worldhttp.FunctionAgents, h, err)
-	h, err = worldhttp.NewSend(o, f)
-	add(worldhttp.FunctionSend, h, err)
-	h, err = worldhttp.NewMessages(o, f)
-	add(worldhttp.FunctionMessages, h, err)
-	h, err = worldhttp.NewPing(o, f, nil)
-	add(worldhttp.FunctionPing, h, err)
-	h, err = worldhttp.NewAct(o, f)
-	add(worldhttp.FunctionAct, h, err)
-	h, err = worldhttp.NewEvents(o, f)
-	add(worldhttp.FunctionEvents, h, err)
-	h, err = worldhttp.NewCard(o, f)
-	add(worldhttp.FunctionCard, h, err)
+	h, err := worldhttp.NewPut(fn(o, "world-put"), f)
+	add("world-put", h, err)
+	h, err = worldhttp.NewGet(fn(o, "world-get"), f)
+	add("world-get", h, err)
+	h, err = worldhttp.NewJoin(fn(o, "world-join"), f)
+	add("world-join", h, err)
+	h, err = worldhttp.NewLeave(fn(o, "world-leave"), f)
+	add("world-leave", h, err)
+	h, err = worldhttp.NewAgents(fn(o, "world-agents"), f, presence)
+	add("world-agents", h, err)
+	h, err = worldhttp.NewSend(fn(o, "world-send"), f)
+	add("world-send", h, err)
+	h, err = worldhttp.NewMessages(fn(o, "world-messages"), f)
+	add("world-messages", h, err)
+	h, err = worldhttp.NewPing(fn(o, "world-ping"), f, nil)
+	add("world-ping", h, err)
+	h, err = worldhttp.NewAct(fn(o, "world-act"), f)
+	add("world-act", h, err)
+	h, err = worldhttp.NewEvents(fn(o, "world-events"), f)
+	add("world-events", h, err)
+	h, err = worldhttp.NewCard(fn(o, "world-card"), f)
+	add("world-card", h, err)
 	return a
+}
+
+// fn is o for the handler of function name.
+func fn(o worldhttp.Options, name string) worldhttp.Options {
+	o.Function = name
+	return o
 }
 
 type response struct {
@@ -603,18 +609,18 @@ func TestStartupChecks(t *testing.T) {
 	noLimiter.Limiter, noMembers.Members = nil, nil
 	presence := func(world.Member, time.Time) string { return "offline" }
 	for name, err := range map[string]error{
-		"agents without limiter":  second(worldhttp.NewAgents(noLimiter, f, presence)),
-		"agents without presence": second(worldhttp.NewAgents(o, f, nil)),
-		"send without members":    second(worldhttp.NewSend(noMembers, f)),
-		"events without members":  second(worldhttp.NewEvents(noMembers, f)),
-		"put without service":     second(worldhttp.NewPut(o, nil)),
-		"join without verifier":   second(worldhttp.NewJoin(worldhttp.Options{Table: testTable}, f)),
+		"agents without limiter":  second(worldhttp.NewAgents(fn(noLimiter, "world-agents"), f, presence)),
+		"agents without presence": second(worldhttp.NewAgents(fn(o, "world-agents"), f, nil)),
+		"send without members":    second(worldhttp.NewSend(fn(noMembers, "world-send"), f)),
+		"events without members":  second(worldhttp.NewEvents(fn(noMembers, "world-events"), f)),
+		"put without service":     second(worldhttp.NewPut(fn(o, "world-put"), nil)),
+		"join without verifier":   second(worldhttp.NewJoin(worldhttp.Options{Function: "world-join", Table: testTable}, f)),
 	} {
 		if err == nil {
 			t.Errorf("%s: started", name)
 		}
 	}
-	if _, err := worldhttp.NewGet(worldhttp.Options{Table: testTable}, f); err != nil {
+	if _, err := worldhttp.NewGet(worldhttp.Options{Function: "world-get", Table: testTable}, f); err != nil {
 		t.Errorf("a public route needs no verifier: %v", err)
 	}
 }
@@ -668,11 +674,11 @@ func TestPingProbe(t *testing.T) {
 				return c.live, c.latency, c.err
 			})
 			a := newAPI(t, f, nil)
-			h, err := worldhttp.NewPing(a.options(), f, p)
+			h, err := worldhttp.NewPing(fn(a.options(), "world-ping"), f, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.handlers[worldhttp.FunctionPing] = h
+			a.handlers["world-ping"] = h
 			r := a.do(alice, "POST", "/v0/worlds/lobby/ping", `{"target":"`+target+`"}`)
 			if r.status != 200 || !strings.Contains(string(r.body), c.want) || probed != 1 {
 				t.Errorf("%d %s (probed %d), want %s", r.status, r.body, probed, c.want)
@@ -684,13 +690,13 @@ func TestPingProbe(t *testing.T) {
 		return false, apierror.New(apierror.NotFound, "the target is not a member of this world")
 	}
 	a := newAPI(t, f, nil)
-	h, err := worldhttp.NewPing(a.options(), f, proberFunc(func(context.Context, string, string) (bool, time.Duration, error) {
+	h, err := worldhttp.NewPing(fn(a.options(), "world-ping"), f, proberFunc(func(context.Context, string, string) (bool, time.Duration, error) {
 		t.Error("a non-member was probed")
 		return false, 0, nil
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.handlers[worldhttp.FunctionPing] = h
+	a.handlers["world-ping"] = h
 	expectError(t, a.do(alice, "POST", "/v0/worlds/lobby/ping", `{"target":"`+target+`"}`), 404, "NOT_FOUND", "target")
 }

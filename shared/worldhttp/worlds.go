@@ -107,7 +107,7 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 		}
 		return m.OwnerKey, nil
 	}
-	return serve(FunctionPut, o, ownerKey, spec{key: RoutePut, bodyKey: bodyKey, handler: func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, ownerKey, func(w http.ResponseWriter, r *http.Request) error {
 		id, ok := access.IdentityFrom(r.Context())
 		if !ok {
 			return errors.New("worldhttp: no identity on a signed route")
@@ -123,7 +123,7 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 			return fmt.Errorf("worldhttp: put world: %w", err)
 		}
 		return reply(w, created(isNew), manifestJSON(m))
-	}})
+	}, bodyKey)
 }
 
 // NewGet serves GET /v0/worlds/{world} (public): the manifest and its
@@ -132,13 +132,13 @@ func NewGet(o Options, worlds WorldReader) (http.Handler, error) {
 	if worlds == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
-	return serve(FunctionGet, o, nil, spec{key: RouteGet, handler: func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, nil, func(w http.ResponseWriter, r *http.Request) error {
 		m, err := worlds.GetWorld(r.Context(), access.Param(r, "world"))
 		if err != nil {
 			return fmt.Errorf("worldhttp: get world: %w", err)
 		}
 		return reply(w, http.StatusOK, manifestJSON(m))
-	}})
+	}, nil)
 }
 
 // joinBody is the body of POST /v0/worlds/{world}/join.
@@ -168,7 +168,7 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 		}
 		return pub, err
 	}
-	return serve(FunctionJoin, o, nil, spec{key: RouteJoin, bodyKey: joinKey, handler: func(w http.ResponseWriter, r *http.Request) error {
+	return serve(o, nil, func(w http.ResponseWriter, r *http.Request) error {
 		id, ok := access.IdentityFrom(r.Context())
 		if !ok {
 			return errors.New("worldhttp: no identity on a signed route")
@@ -190,5 +190,5 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 			return fmt.Errorf("worldhttp: join: %w", err)
 		}
 		return reply(w, created(isNew), joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)})
-	}})
+	}, joinKey)
 }

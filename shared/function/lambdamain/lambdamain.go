@@ -1,0 +1,60 @@
+// Package lambdamain is the one body of every functions/<name>/main.go:
+// read the environment once, build the function's Env (JSON logs, the
+// table when the function has one, the network's keys), call its builder
+// outside the handler, and hand the result to lambda.Start. A builder that
+// fails is an init failure: logged, exit 1, as Lambda expects.
+//
+// The table is opened by a function the main passes (dynamo.FromEnv), not
+// here, so a function without table access links no DynamoDB client.
+package lambdamain
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/a2awire/a2awire/shared/function"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Run starts the function name built by b, with no table.
+func Run(name string, b function.Builder) {
+	run(name, b, nil)
+}
+
+// RunWithTable starts the function name built by b over the table open
+// returns (dynamo.FromEnv: TABLE_NAME and the client's settings).
+func RunWithTable[S store.Store](name string, b function.Builder, open func(getenv func(string) string) (S, error)) {
+	run(name, b, func() (store.Store, error) { return open(os.Getenv) })
+}
+
+func run(name string, b function.Builder, open func() (store.Store, error)) {
+	log := logging.New(os.Stdout, logging.JSON, slog.LevelInfo)
+	h, err := Build(name, b, os.Getenv, log, open)
+	if err != nil {
+		log.Error(name+": start", "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+// Build is Run's work before lambda.Start: the Env from getenv, then the
+// builder. open may be nil (no table).
+func Build(name string, b function.Builder, getenv func(string) string, log *slog.Logger, open func() (store.Store, error)) (any, error) {
+	env := function.Env{Name: name, Log: log, Getenv: getenv}
+	if open != nil {
+		st, err := open()
+		if err != nil {
+			return nil, err
+		}
+		env.Store = st
+	}
+	priv, pub, err := function.KeysFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	env.NetworkKey, env.NetworkPublicKey = priv, pub
+	return b(env)
+}

@@ -1,0 +1,119 @@
+package worldhttp
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/function"
+	"github.com/a2awire/a2awire/shared/inbox"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/webhook/delivery"
+	"github.com/a2awire/a2awire/shared/world"
+)
+
+// The builders of the world functions, one per function, named in the
+// route table's function settings: each reads its configuration from env
+// (FromEnv) over env's store and serves env.Name's routes.
+
+// BuildPut builds world-put.
+func BuildPut(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewPut(d.Options, d.World) })
+}
+
+// BuildGet builds world-get.
+func BuildGet(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewGet(d.Options, d.World) })
+}
+
+// BuildJoin builds world-join.
+func BuildJoin(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewJoin(d.Options, d.World) })
+}
+
+// BuildLeave builds world-leave.
+func BuildLeave(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewLeave(d.Options, d.World) })
+}
+
+// BuildAgents builds world-agents.
+func BuildAgents(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewAgents(d.Options, d.World, world.Presence) })
+}
+
+// BuildSend builds world-send.
+func BuildSend(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewSend(d.Options, inbox.New(d.Store)) })
+}
+
+// BuildMessages builds world-messages.
+func BuildMessages(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewMessages(d.Options, inbox.New(d.Store)) })
+}
+
+// BuildPing builds world-ping, whose live probe is a signed ping event to
+// the target's webhook, sent as the dispatcher sends deliveries (env's
+// egress policy, the network key signing v1a).
+func BuildPing(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) {
+		prober, err := webhook.NewDispatcher(webhook.Config{
+			Store:      d.Store,
+			Client:     egress.NewClient(WithAttemptTimeout(env.Egress)),
+			NetworkKey: env.NetworkKey,
+			Actions:    d.World,
+			Now:        env.Now,
+			Log:        env.Log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return NewPing(d.Options, d.World, prober)
+	})
+}
+
+// BuildAct builds world-act.
+func BuildAct(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewAct(d.Options, d.World) })
+}
+
+// BuildEvents builds world-events.
+func BuildEvents(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewEvents(d.Options, d.World) })
+}
+
+// BuildCard builds world-card.
+func BuildCard(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewCard(d.Options, d.World) })
+}
+
+// WithAttemptTimeout is o with the timeout of one webhook attempt, the
+// client options of everything that calls a member's webhook.
+func WithAttemptTimeout(o egress.Options) egress.Options {
+	o.Timeout = delivery.AttemptTimeout
+	return o
+}
+
+// build is every world builder: the dependencies from env, the handler
+// from them, its Lambda entry.
+func build(env function.Env, handler func(Deps) (http.Handler, error)) (any, error) {
+	st, err := env.NeedStore(env.Name)
+	if err != nil {
+		return nil, err
+	}
+	// RATE_LIMIT_SEND / _READ / _AGENTS / _PING / _ACTIONS are requests
+	// per agent per minute (unset keeps the defaults); BASE_URL is the
+	// public URL the Agent Card names (empty: the request's).
+	limits, err := ratelimit.LimitsFromEnv(env.Env)
+	if err != nil {
+		return nil, fmt.Errorf("worldhttp: %w", err)
+	}
+	d := NewDeps(st, limits, env.Env("BASE_URL"), env.Log, env.Now)
+	d.Options.Function = env.Name
+	h, err := handler(d)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.Entry(h), nil
+}
