@@ -137,3 +137,101 @@ func TestInvalidUTF8OnRegistryIs400(t *testing.T) {
 		t.Errorf("%d %v, want 400 naming UTF-8", status, m)
 	}
 }
+
+// joined returns a and b, both members of the lobby.
+func joined(t *testing.T, base string) (signer, signer) {
+	t.Helper()
+	a, b := newSigner(t, 3), newSigner(t, 4)
+	for _, s := range []signer{a, b} {
+		if status, m := send(t, s.c, "POST", base+"/v0/worlds/lobby/join", `{"publicKey":"`+s.pub()+`"}`); status != 201 {
+			t.Fatalf("join: %d %v", status, m)
+		}
+	}
+	return a, b
+}
+
+// TestJoinMetadataMeasuredAsSent: issue 27's repro — metadata of 1,000
+// bytes of "<" is 1,008 bytes as sent, within the 4 KiB limit, and is
+// shown back as sent; over the limit, the error gives the size the client
+// sent, not the six bytes per "<" of an HTML-escaped copy.
+func TestJoinMetadataMeasuredAsSent(t *testing.T) {
+	base := inputServer(t)
+	a := newSigner(t, 5)
+	lt := strings.Repeat("<", 1000)
+	if status, m := send(t, a.c, "POST", base+"/v0/worlds/lobby/join", `{"publicKey":"`+a.pub()+`","metadata":{"x":"`+lt+`"}}`); status != 201 {
+		t.Fatalf("1,000 bytes of '<': %d %v", status, m)
+	}
+	_, list := send(t, a.c, "GET", base+"/v0/worlds/lobby/agents", "")
+	agents, _ := list["data"].(map[string]any)["agents"].([]any)
+	if len(agents) != 1 || agents[0].(map[string]any)["metadata"].(map[string]any)["x"] != lt {
+		t.Errorf("metadata shown as %v", agents)
+	}
+	b := newSigner(t, 6)
+	// {"x":"<…<"} of 4,097 bytes, sent with spaces that do not count.
+	over := `{"publicKey":"` + b.pub() + `","metadata": { "x" : "` + strings.Repeat("<", 4097-8) + `" } }`
+	status, m := send(t, b.c, "POST", base+"/v0/worlds/lobby/join", over)
+	if code, msg := worldError(m); status != 400 || code != "INVALID_REQUEST" || !strings.HasSuffix(msg, "at most 4096 bytes of JSON, not 4097") {
+		t.Errorf("over the limit: %d %v", status, m)
+	}
+}
+
+// TestMessageContentMeasuredAsSent: issue 27's repro — a message of 11,000
+// "‹" (33,002 bytes) or of 11,000 "<" (11,002 bytes) is within the 64 KiB
+// limit and is read back byte for byte; one byte over the limit is 413
+// with the size as sent. A number out of range is refused by its path.
+func TestMessageContentMeasuredAsSent(t *testing.T) {
+	base := inputServer(t)
+	a, b := joined(t, base)
+	for _, content := range []string{strings.Repeat("‹", 11000), strings.Repeat("<", 11000), "a<b>&c\u2028"} {
+		body := `{"to":"` + b.awnID() + `","content":"` + content + `"}`
+		if status, m := send(t, a.c, "POST", base+"/v0/worlds/lobby/messages", body); status != 201 {
+			t.Fatalf("content of %d bytes: %d %v", len(content), status, m["error"])
+		}
+		req, _ := http.NewRequest("GET", base+"/v0/worlds/lobby/messages", nil)
+		resp, err := b.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read struct {
+			Data struct {
+				Messages []struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"messages"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&read)
+		resp.Body.Close()
+		var got string
+		if err == nil && len(read.Data.Messages) == 1 {
+			err = json.Unmarshal(read.Data.Messages[0].Content, &got)
+		}
+		if err != nil || got != content {
+			t.Errorf("content of %d bytes read back as %d bytes (%v)", len(content), len(got), err)
+		}
+	}
+	status, m := send(t, a.c, "POST", base+"/v0/worlds/lobby/messages", `{"to":"`+b.awnID()+`","content":{"n":[1,-1e999999]}}`)
+	if code, msg := worldError(m); status != 400 || code != "INVALID_REQUEST" || !strings.HasPrefix(msg, `"content.n[1]" is a number beyond the range`) {
+		t.Errorf("-1e999999: %d %v", status, m)
+	}
+	over := `{"to":"` + b.awnID() + `","content":"` + strings.Repeat("<", 65535) + `"}`
+	status, m = send(t, a.c, "POST", base+"/v0/worlds/lobby/messages", over)
+	if code, msg := worldError(m); status != 413 || code != "PAYLOAD_TOO_LARGE" || !strings.HasPrefix(msg, "content is 65537 bytes") {
+		t.Errorf("over the limit: %d %v", status, m)
+	}
+}
+
+// TestActionParamsNumberOutOfRange: issue 27's repro — {"n":1e999999} as
+// action params is refused as a number out of range, naming it (not
+// "params must be a JSON object"); params of 60,000 "<" (60,008 bytes as
+// sent) are within the 64 KiB limit.
+func TestActionParamsNumberOutOfRange(t *testing.T) {
+	base := inputServer(t)
+	a, _ := joined(t, base)
+	status, m := send(t, a.c, "POST", base+"/v0/worlds/lobby/actions", `{"action":"x","params":{"n":1e999999}}`)
+	if code, msg := worldError(m); status != 400 || code != "INVALID_REQUEST" || !strings.HasPrefix(msg, `"params.n" is a number beyond the range of a 64-bit float`) {
+		t.Errorf("1e999999: %d %v", status, m)
+	}
+	if status, m := send(t, a.c, "POST", base+"/v0/worlds/lobby/actions", `{"action":"x","params":{"n":"`+strings.Repeat("<", 60000)+`"}}`); status != 201 {
+		t.Errorf("60,000 '<': %d %v", status, m)
+	}
+}

@@ -68,6 +68,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/ident"
+	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -277,15 +278,16 @@ func notJoined() error {
 	return apierror.New(apierror.NotJoined, "you are not a member of this world; join it first")
 }
 
-// checkContent validates content and returns it compacted.
+// checkContent validates content and returns it compacted. Its size is
+// that of the compact text as the client wrote it (json.Compact escapes
+// nothing: "‹" counts its three UTF-8 bytes, "\u2039" six), which is what
+// is stored and read back. A number beyond a 64-bit float's range is
+// refused: the recipient's reader (encoding/json into any, JavaScript)
+// could not decode the message, which a read consumes.
 func checkContent(content json.RawMessage) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(content)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, apierror.New(apierror.Invalid, "content is required: any JSON value but null")
-	}
-	if len(content) > MaxContentBytes {
-		return nil, &apierror.Error{Kind: apierror.TooLarge,
-			Message: fmt.Sprintf("content is %d bytes; at most %d (64 KiB) are accepted", len(content), MaxContentBytes)}
 	}
 	if !utf8.Valid(content) || !json.Valid(content) {
 		return nil, apierror.New(apierror.Invalid, "content must be a JSON value in UTF-8")
@@ -293,6 +295,14 @@ func checkContent(content json.RawMessage) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, content); err != nil {
 		return nil, apierror.New(apierror.Invalid, "content must be a JSON value in UTF-8")
+	}
+	if buf.Len() > MaxContentBytes {
+		return nil, &apierror.Error{Kind: apierror.TooLarge,
+			Message: fmt.Sprintf("content is %d bytes of compact JSON; at most %d (64 KiB) are accepted", buf.Len(), MaxContentBytes)}
+	}
+	if path, ok := protocol.NumberOutOfRange(buf.Bytes()); ok {
+		return nil, apierror.New(apierror.Invalid, "%s is a number beyond the range of a 64-bit float (about ±1.8e308); send it as a string",
+			apierror.Quote("content"+path))
 	}
 	return json.RawMessage(buf.Bytes()), nil
 }
