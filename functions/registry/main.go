@@ -3,8 +3,9 @@
 // (package registryapi). It reads its environment once at start:
 // TABLE_NAME (the DynamoDB table), NETWORK_PUBLIC_KEY (the network's own
 // Ed25519 public key, standard base64; empty serves no network directory)
-// and BASE_URL (the public URL the Agent Card names; empty takes it from
-// each request).
+// and BASE_URL (the public URL the Agent Card names, which the deploy sets
+// to the HTTP API's URL; empty serves no card, as a card is never built
+// from a request's Host).
 package main
 
 import (

@@ -71,10 +71,16 @@ type Options struct {
 	// public half at /.well-known/http-message-signatures-directory. New
 	// generates one when nil.
 	NetworkKey ed25519.PrivateKey
-	// BaseURL is the public URL the registry's Agent Card names; empty
-	// means each request's forwarded proto and Host.
+	// BaseURL is the public URL the Agent Cards name (the network's and
+	// each world's), as BASE_URL is in a deploy: the harness's listen
+	// address. Empty means DefaultBaseURL. It is never taken from a
+	// request's Host.
 	BaseURL string
 }
+
+// DefaultBaseURL is the Agent Cards' base URL when Options.BaseURL is
+// empty: the harness's default listen address.
+const DefaultBaseURL = "http://127.0.0.1:8080"
 
 // Function is one function as the harness runs it.
 type Function struct {
@@ -92,6 +98,9 @@ type Function struct {
 // folder name. It is the one list of functions outside the route table; a
 // test keeps the two (and the functions/ folders) in step.
 func Handlers(o Options, st store.Store) map[string]any {
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
 	return map[string]any{
 		"world-put":            worldEntry(o, st, "world-put"),
 		"world-get":            worldEntry(o, st, "world-get"),
