@@ -235,3 +235,41 @@ func TestActionParamsNumberOutOfRange(t *testing.T) {
 		t.Errorf("60,000 '<': %d %v", status, m)
 	}
 }
+
+// TestReadOfEscapeHeavyMessagesLosesNone: content is measured as sent, so
+// 30 messages of 65,000 "<" (1.95 MB) are accepted; on the way out each "<"
+// takes seven bytes of the Lambda response ("\u003c" in the world's JSON,
+// its backslash escaped again in the response's body string), 13.6 MB for
+// all 30, past Lambda's 6 MB. A read must return only what fits, so every
+// message is delivered by some read and none is consumed and lost in a
+// 500.
+func TestReadOfEscapeHeavyMessagesLosesNone(t *testing.T) {
+	base := inputServer(t)
+	a, b := joined(t, base)
+	const n = 30 // the default send rate limit per minute
+	content := strings.Repeat("<", 65000)
+	for i := range n {
+		body := `{"to":"` + b.awnID() + `","content":"` + content + `"}`
+		if status, m := send(t, a.c, "POST", base+"/v0/worlds/lobby/messages", body); status != 201 {
+			t.Fatalf("send %d: %d %v", i, status, m["error"])
+		}
+	}
+	got := 0
+	for reads := 0; got < n; reads++ {
+		if reads == n {
+			t.Fatalf("%d reads returned %d of %d messages", reads, got, n)
+		}
+		status, m := send(t, b.c, "GET", base+"/v0/worlds/lobby/messages", "")
+		data, _ := m["data"].(map[string]any)
+		msgs, _ := data["messages"].([]any)
+		if status != 200 || len(msgs) == 0 {
+			t.Fatalf("read %d after %d messages: %d %v", reads, got, status, m["error"])
+		}
+		for _, x := range msgs {
+			if x.(map[string]any)["content"] != content {
+				t.Fatalf("message %d's content changed", got)
+			}
+			got++
+		}
+	}
+}

@@ -89,7 +89,8 @@ const (
 	// DefaultLimit and MaxLimit bound the messages of one Read.
 	DefaultLimit = 50
 	MaxLimit     = 100
-	// MaxReadBytes bounds the content one Read returns (at least one
+	// MaxReadBytes bounds what the content one Read returns takes in the
+	// Lambda response, escapes included (ResponseBytes; at least one
 	// message is always returned): 100 messages of 64 KiB would not fit in
 	// a Lambda response (6 MB), and a consumed message that cannot be
 	// delivered would be lost. The rest waits for the next Read.
@@ -307,6 +308,28 @@ func checkContent(content json.RawMessage) (json.RawMessage, error) {
 	return json.RawMessage(buf.Bytes()), nil
 }
 
+// ResponseBytes is how many bytes content (compact JSON, as stored) takes
+// in the Lambda response that returns it: the world's answer writes it
+// with encoding/json, which escapes '<', '>', '&', U+2028 and U+2029 as
+// six-byte \uXXXX escapes, and that answer travels as a JSON string in the
+// API Gateway response, where every '"' and '\' gains a backslash. So '<'
+// costs 7 bytes, '"' and '\' 2, U+2028's three bytes 7, any other byte 1.
+func ResponseBytes(content []byte) int {
+	n := len(content)
+	for i := 0; i < len(content); i++ {
+		switch c := content[i]; {
+		case c == '<' || c == '>' || c == '&':
+			n += 6
+		case c == '"' || c == '\\':
+			n++
+		case c == 0xe2 && i+2 < len(content) && content[i+1] == 0x80 && (content[i+2] == 0xa8 || content[i+2] == 0xa9):
+			n += 4
+			i += 2
+		}
+	}
+	return n
+}
+
 func checkContentType(ct string) error {
 	if utf8.RuneCountInString(ct) > MaxContentTypeLen {
 		return apierror.New(apierror.Invalid, "contentType is %d characters; at most %d are accepted", utf8.RuneCountInString(ct), MaxContentTypeLen)
@@ -407,11 +430,12 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 			if !o.Since.IsZero() && !m.SentAt.After(o.Since) {
 				continue
 			}
-			if len(picked) == limit || len(picked) > 0 && size+len(m.Content) > MaxReadBytes {
+			cost := ResponseBytes(m.Content)
+			if len(picked) == limit || len(picked) > 0 && size+cost > MaxReadBytes {
 				break
 			}
 			picked = append(picked, m)
-			size += len(m.Content)
+			size += cost
 		}
 		if o.Peek {
 			return picked, nil
