@@ -133,7 +133,7 @@ func TestInvalidUTF8OnRegistryIs400(t *testing.T) {
 	body := "{\"name\":\"utf8-probe\",\"description\":\"caf\xe9\",\"endpoint\":\"https://example.com/a2a\",\"capabilities\":[\"x\"],\"public_key\":\"" + a.pub() + "\"}"
 	status, m := send(t, a.c, "POST", base+"/api/v1/agents", body)
 	msg, _ := m["message"].(string)
-	if status != 400 || m["error"] == nil || !strings.Contains(msg, "not valid UTF-8") {
+	if status != 400 || m["error"] != "invalid_input" || !strings.Contains(msg, "not valid UTF-8") {
 		t.Errorf("%d %v, want 400 naming UTF-8", status, m)
 	}
 }
