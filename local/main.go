@@ -31,6 +31,7 @@ import (
 
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/local/harness"
+	"github.com/a2awire/a2awire/shared/agentcard"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
@@ -63,6 +64,7 @@ type config struct {
 	table          string
 	reset          bool
 	networkKey     string
+	baseURL        string
 }
 
 // extras are what tests add to a run: functions of their own and the
@@ -87,6 +89,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 	flags.StringVar(&cfg.dynamoEndpoint, "dynamodb-endpoint", "", "use DynamoDB at this URL (e.g. DynamoDB Local, make dynamodb-local) instead of the embedded store")
 	flags.StringVar(&cfg.table, "table", "a2awire", "DynamoDB table name, with -dynamodb-endpoint")
 	flags.BoolVar(&cfg.reset, "reset", false, "wipe the stored data first")
+	flags.StringVar(&cfg.baseURL, "base-url", "", "the public URL the Agent Cards name (default http://<the listen address>)")
 	flags.StringVar(&cfg.networkKey, "network-key", "", "the network's key file, created if missing (default: DIR/network.key with -data, <user config dir>/a2awire/network.key with -dynamodb-endpoint, a key per run in memory)")
 	flags.Usage = func() {
 		w := flags.Output()
@@ -101,6 +104,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 	}
 	if flags.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (see go run ./local -h)", errUsage, flags.Arg(0))
+	}
+	if cfg.baseURL != "" {
+		if _, err := agentcard.ParseBaseURL(cfg.baseURL); err != nil {
+			return fmt.Errorf("%w: -base-url: %v", errUsage, err)
+		}
 	}
 	if cfg.invoke != "" {
 		return invoke(ctx, cfg, stdout, stderr, x)
@@ -120,18 +128,25 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 	if err != nil {
 		return err
 	}
-	h, err := harness.New(harness.Options{Log: log, Store: st.store, Feed: st.feed,
-		Getenv: os.Getenv, Extra: x.functions, NetworkKey: networkKey})
-	if err != nil {
-		return err
-	}
-	defer h.Close()
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another harness running? pick another with -addr)", cfg.addr, err)
 	}
-	srv := cloud.NewServer(h, log, x.server)
 	base := "http://" + ln.Addr().String()
+	// The cards name the configured URL, as BASE_URL does in a deploy,
+	// never a request's Host.
+	cardBase := cfg.baseURL
+	if cardBase == "" {
+		cardBase = base
+	}
+	h, err := harness.New(harness.Options{Log: log, Store: st.store, Feed: st.feed,
+		Getenv: os.Getenv, Extra: x.functions, NetworkKey: networkKey, BaseURL: cardBase})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer h.Close()
+	srv := cloud.NewServer(h, log, x.server)
 	seeded, err := seedFixtures(ctx, st.store, base, networkKey, keyPath)
 	if err != nil {
 		_ = ln.Close()

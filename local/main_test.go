@@ -155,6 +155,54 @@ func checkPersistence(t *testing.T, args ...string) {
 	}
 }
 
+// cardURL fetches the card at path with Host: evil.example and returns its
+// first interface's URL, failing if evil.example appears anywhere in it.
+func (h *harnessRun) cardURL(t *testing.T, path string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", h.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "evil.example"
+	req.Header.Set("X-Forwarded-Proto", "https")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var card struct {
+		SupportedInterfaces []struct {
+			URL string `json:"url"`
+		} `json:"supportedInterfaces"`
+	}
+	if err := json.Unmarshal(raw, &card); err != nil || resp.StatusCode != 200 || len(card.SupportedInterfaces) != 1 {
+		t.Fatalf("%s: %d %s", path, resp.StatusCode, raw)
+	}
+	if strings.Contains(string(raw), "evil.example") {
+		t.Errorf("%s names the request's Host: %s", path, raw)
+	}
+	return card.SupportedInterfaces[0].URL
+}
+
+// TestAgentCardsIgnoreHostHeader: issue 27's repro — with Host:
+// evil.example, the network card and the lobby's card name the harness's
+// listen address (or -base-url), never the Host the request carried.
+func TestAgentCardsIgnoreHostHeader(t *testing.T) {
+	h := startHarness(t)
+	if u := h.cardURL(t, "/.well-known/agent-card.json"); u != h.url {
+		t.Errorf("network card interface %s, want the listen address %s", u, h.url)
+	}
+	if u := h.cardURL(t, "/v0/worlds/lobby/.well-known/agent-card.json"); u != h.url+"/v0/worlds/lobby" {
+		t.Errorf("lobby card interface %s, want %s/v0/worlds/lobby", u, h.url)
+	}
+	h.stop(t)
+	h = startHarness(t, "-base-url", "https://a2a.example/")
+	if u := h.cardURL(t, "/.well-known/agent-card.json"); u != "https://a2a.example" {
+		t.Errorf("with -base-url: network card interface %s", u)
+	}
+}
+
 func TestDataDirKeepsDataAcrossRestarts(t *testing.T) {
 	checkPersistence(t, "-data", t.TempDir())
 }
@@ -272,6 +320,7 @@ func TestUsageErrors(t *testing.T) {
 		{"-invoke", "fixture-punctual"},
 		{"-data", "x", "-dynamodb-endpoint", "http://127.0.0.1:1"},
 		{"stray"},
+		{"-base-url", "evil.example"},
 	} {
 		err := run(context.Background(), append(args, "-addr", "127.0.0.1:0"), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "usage") {

@@ -271,6 +271,7 @@ func registryEnv(t *testing.T) []string {
 	return []string{
 		"TABLE_NAME=" + table,
 		"NETWORK_PUBLIC_KEY=" + base64.StdEncoding.EncodeToString(make([]byte, 32)),
+		"BASE_URL=https://smoke.a2awire.test",
 		"AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
 		"AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=local",

@@ -195,6 +195,7 @@ func worldEnv(t *testing.T) []string {
 	}
 	return []string{
 		"TABLE_NAME=" + table,
+		"BASE_URL=https://smoke.a2awire.test",
 		"AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
 		"AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=local",

@@ -125,6 +125,12 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 		if k == NetworkSigningKeyEnv && v == "" && s.signingSecret != "" {
 			v = SigningKeyReference(s.signingSecret)
 		}
+		if k == BaseURLEnv && v == "" {
+			// The stage URL depends on the API's id only, not on its
+			// routes, so the functions the routes integrate can hold it.
+			env[k] = s.APIStage.Url()
+			continue
+		}
 		env[k] = jsii.String(v)
 	}
 	if access > routes.NoTable {

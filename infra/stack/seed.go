@@ -18,6 +18,12 @@ import (
 // declares it (with an empty value) in the function table.
 const NetworkPublicKeyEnv = "NETWORK_PUBLIC_KEY"
 
+// BaseURLEnv is the variable the functions that serve an Agent Card read
+// the network's public URL from. The deploy fills it with the HTTP API's
+// stage URL on every function whose Env declares it (with an empty value):
+// a card names that URL, never the Host a request carried.
+const BaseURLEnv = "BASE_URL"
+
 // NetworkSigningKeyEnv is the variable the functions that sign webhook
 // deliveries (v1a) read the network's private key from
 // (function.NetworkKeyEnv).

@@ -530,6 +530,16 @@ func checkFunctions(t *testing.T, s *synthesized) {
 				// ... and the signing key as a reference to its secret.
 				v = stack.SigningKeyReference(s.props.NetworkSigningKeySecret)
 			}
+			if k == stack.BaseURLEnv && v == "" {
+				// ... and the card's base URL with the HTTP API's stage
+				// URL: https://<api id>.execute-api.<region>.<suffix>/
+				joined, _ := vars[k].(map[string]any)["Fn::Join"].([]any)
+				if len(joined) != 2 || !strings.Contains(fmt.Sprint(joined[1]), s.logicalID(t, s.stack.API)) ||
+					!strings.Contains(fmt.Sprint(joined[1]), "execute-api") {
+					t.Errorf("%s: env %s=%v, want the HTTP API's stage URL", fn.Name, k, vars[k])
+				}
+				continue
+			}
 			if vars[k] != v {
 				t.Errorf("%s: env %s=%v, want %q", fn.Name, k, vars[k], v)
 			}

@@ -92,3 +92,29 @@ func TestWriteResponse(t *testing.T) {
 		t.Error("a refused response was partly written")
 	}
 }
+
+// TestBuildEventInvalidUTF8IsBase64: a body sent with a text content type
+// that is not valid UTF-8 reaches the function base64-encoded, byte for
+// byte, as API Gateway hands over any binary payload; as a string its
+// invalid bytes would have become U+FFFD. Valid UTF-8 with a text type
+// stays text.
+func TestBuildEventInvalidUTF8IsBase64(t *testing.T) {
+	route := routes.Route{Method: "POST", Path: "/", Function: "f"}
+	now := time.Unix(1700000000, 0)
+	for _, body := range []string{"{\"echo\":{\"x\":\"\xff(\"}}", "{\"\xff\":1}", "\xed\xa0\x80", "{\"a\":\"\xc3\"}"} {
+		for _, ct := range []string{"application/json", "application/json; charset=utf-8", "text/plain"} {
+			r := httptest.NewRequest("POST", "/", nil)
+			r.Header.Set("Content-Type", ct)
+			e := cloud.BuildEvent(r, route, nil, []byte(body), now)
+			got, err := base64.StdEncoding.DecodeString(e.Body)
+			if !e.IsBase64Encoded || err != nil || string(got) != body {
+				t.Errorf("%s %q: isBase64Encoded %v, body %q", ct, body, e.IsBase64Encoded, e.Body)
+			}
+		}
+	}
+	r := httptest.NewRequest("POST", "/", nil)
+	r.Header.Set("Content-Type", "application/json")
+	if e := cloud.BuildEvent(r, route, nil, []byte(`{"a":"‹é🎉"}`), now); e.IsBase64Encoded || e.Body != `{"a":"‹é🎉"}` {
+		t.Errorf("valid UTF-8 JSON: %v %q", e.IsBase64Encoded, e.Body)
+	}
+}

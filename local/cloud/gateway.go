@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/aws/aws-lambda-go/events"
@@ -452,9 +453,10 @@ func statusOf(resp events.APIGatewayV2HTTPResponse) int {
 	return resp.StatusCode
 }
 
-// textTypes are the content types whose bodies API Gateway HTTP API hands
-// to Lambda as text; every other body (and a body without a content type)
-// arrives base64-encoded with isBase64Encoded set.
+// isTextType reports whether contentType is one of the types whose bodies
+// API Gateway HTTP API hands to Lambda as text; every other body (and a
+// body without a content type) arrives base64-encoded with isBase64Encoded
+// set. textBody adds the second half of the rule.
 func isTextType(contentType string) bool {
 	if contentType == "application/json" { // the usual request's, without a parse
 		return true
@@ -562,9 +564,7 @@ func buildEvent(r *http.Request, routeKey string, params map[string]string, body
 		},
 	}
 	if len(body) > 0 {
-		if isTextType(r.Header.Get("Content-Type")) {
-			// json.Marshal turns invalid UTF-8 into U+FFFD, as the
-			// gateway's own JSON encoding of the event does.
+		if textBody(r.Header.Get("Content-Type"), body) {
 			e.Body = string(body)
 		} else {
 			e.Body = base64.StdEncoding.EncodeToString(body)
@@ -572,6 +572,25 @@ func buildEvent(r *http.Request, routeKey string, params map[string]string, body
 		}
 	}
 	return e
+}
+
+// textBody reports whether API Gateway passes body to Lambda as a string
+// (isBase64Encoded false): its content type is a text type and the body is
+// valid UTF-8. Payload format 2.0 base64-encodes "a binary payload"
+// (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html,
+// the isBase64Encoded field), HTTP APIs infer which bodies are binary from
+// the content-type header
+// (https://aws.amazon.com/blogs/compute/handling-binary-data-using-amazon-api-gateway-http-apis/),
+// and "a text payload is a UTF-8-encoded JSON string; a binary payload is
+// anything other than a text payload"
+// (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-payload-encodings.html).
+// A JSON string cannot carry bytes that are not UTF-8, so a text-typed body
+// that is not UTF-8 is binary too: base64 hands the function the bytes the
+// client sent. Putting it in the event as a string would turn each invalid
+// byte into U+FFFD, so a decoder could not refuse it and a signed request
+// would fail its content-digest instead.
+func textBody(contentType string, body []byte) bool {
+	return isTextType(contentType) && utf8.Valid(body)
 }
 
 // requestTimeLayout is the layout of requestContext.time, in UTC.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/capture"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/aws/aws-lambda-go/events"
@@ -493,5 +494,30 @@ func TestGatewayRequestsShareNoHeaders(t *testing.T) {
 		if len(seen) != 1 || seen[0] != "X-Seen-"+strings.ToUpper(tag) {
 			t.Fatalf("request %d (tag %s): response headers %v", i, tag, w.Header())
 		}
+	}
+}
+
+// TestGatewayDeliversInvalidUTF8AsSent: through the gateway, a JSON body
+// with a byte that is not UTF-8 reaches the function's HTTP handler (behind
+// lambdahttp.Entry, which decodes base64 as aws-lambda-go-api-proxy does)
+// exactly as the client sent it, so a strict decoder can refuse it and a
+// content-digest over it still matches.
+func TestGatewayDeliversInvalidUTF8AsSent(t *testing.T) {
+	var got []byte
+	h := lambdahttp.Entry(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		w.WriteHeader(204)
+	}))
+	entries := map[string]*cloud.Entry{}
+	for _, fn := range routes.Functions() {
+		entries[fn] = cloud.NewEntry(fn, h, time.Second)
+	}
+	gw, err := cloud.NewGateway(entries, logging.Discard(), cloud.GatewayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "{\"echo\":{\"x\":\"\xff(\",\"\xfe\":1}}"
+	if status, _ := serve(gw, post(strings.NewReader(body), "Content-Type", "application/json")); status != 204 || string(got) != body {
+		t.Errorf("%d, the function read %q, want %q", status, got, body)
 	}
 }

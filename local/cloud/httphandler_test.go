@@ -98,5 +98,7 @@ func FuzzHTTPHandler(f *testing.F) {
 	f.Add([]byte(`{"version":"2.0","routeKey":"POST /x","rawPath":"/x","rawQueryString":"a=1","cookies":["c=1"],"headers":{"content-type":"application/json"},"queryStringParameters":{"a":"1"},"requestContext":{"routeKey":"POST /x","accountId":"000000000000","stage":"$default","requestId":"r","apiId":"local","domainName":"h","domainPrefix":"h","time":"01/Dec/2026:20:00:00 +0000","timeEpoch":1,"http":{"method":"POST","path":"/x","protocol":"HTTP/1.1","sourceIp":"127.0.0.1","userAgent":"u"},"authentication":{"clientCert":{"clientCertPem":"","issuerDN":"","serialNumber":"","subjectDN":"","validity":{"notAfter":"","notBefore":""}}}},"body":"{\"a\":\"<b>\"}","isBase64Encoded":false}`))
 	f.Add([]byte(`{"requestContext":{"authorizer":{"lambda":{"k":"v"}}},"body":"fail"}`))
 	f.Add([]byte(`{"headers":{"a":"1"},"headers":{"b":"2"}} x`))
+	// A text-typed body that is not UTF-8, as the gateway sends it: base64.
+	f.Add([]byte(`{"headers":{"content-type":"application/json"},"body":"eyJ4Ijoi/ygifQ==","isBase64Encoded":true}`))
 	f.Fuzz(func(t *testing.T, payload []byte) { sameAsLambda(t, payload) })
 }

@@ -53,13 +53,19 @@ type Options struct {
 	// public half at /.well-known/http-message-signatures-directory. New
 	// generates one when nil.
 	NetworkKey ed25519.PrivateKey
-	// BaseURL is the public URL the Agent Cards name (the functions'
-	// BASE_URL); empty means each request's forwarded proto and Host.
+	// BaseURL is the public URL the Agent Cards name (the network's and
+	// each world's), as BASE_URL is in a deploy: the harness's listen
+	// address. Empty means DefaultBaseURL. It is never taken from a
+	// request's Host.
 	BaseURL string
 	// Now is the clock the functions' domains run on (Env.Now); nil means
 	// time.Now.
 	Now func() time.Time
 }
+
+// DefaultBaseURL is the Agent Cards' base URL when Options.BaseURL is
+// empty: the harness's default listen address.
+const DefaultBaseURL = "http://127.0.0.1:8080"
 
 // Function is one function as the harness runs it.
 type Function struct {
@@ -78,6 +84,9 @@ type Function struct {
 // name. A function whose builder fails answers every invocation with the
 // error, as a Lambda whose init failed.
 func Handlers(o Options, st store.Store) map[string]any {
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
 	out := map[string]any{}
 	for name, build := range builders() {
 		h, err := build(env(o, st, name))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/protocol"
@@ -16,6 +17,9 @@ import (
 // Invalid (400 invalid_input on the registry, INVALID_REQUEST on worlds)
 // whose message says what was wrong.
 func DecodeJSON(body []byte, v any) error {
+	if !utf8.Valid(body) {
+		return apierror.New(apierror.Invalid, "the body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+	}
 	if err := protocol.CheckJSON(body); err != nil {
 		var je *protocol.JSONError
 		if errors.As(err, &je) {
@@ -35,4 +39,17 @@ func DecodeJSON(body []byte, v any) error {
 		return &apierror.Error{Kind: apierror.Invalid, Message: msg, Err: err}
 	}
 	return nil
+}
+
+// invalidUTF8At is the offset of the first byte of b that does not start
+// a valid UTF-8 sequence.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }

@@ -6,17 +6,20 @@
 //
 // Both cards share the parts written once here: the request-signing
 // profile as a security scheme in the v1.0 one-of form and as a capability
-// extension, the base URL a card names, and the HTTP caching of a card
-// (Cache-Control max-age, a strong ETag of the body, 304 on a matching
-// If-None-Match).
+// extension, the check of the configured base URL a card names, and the
+// HTTP caching of a card (Cache-Control max-age, a strong ETag of the body,
+// 304 on a matching If-None-Match). Nothing in a card comes from the
+// request, so one cached copy is right for every client.
 package agentcard
 
 import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/a2awire/a2awire/shared/auth"
@@ -173,59 +176,22 @@ func ETagMatches(header, etag string) bool {
 	return false
 }
 
-// BaseURL is the network's public URL: configured (BASE_URL) when set,
-// else the scheme the client used (X-Forwarded-Proto, as API Gateway and
-// proxies set it; http on a loopback Host) and the Host it addressed. A Host
-// that is not a plain host[:port] falls back to localhost so a card never
-// echoes injected text.
-func BaseURL(r *http.Request, configured string) string {
-	if configured = strings.TrimRight(configured, "/"); configured != "" {
-		return configured
+// ParseBaseURL checks the network's public URL a card names, as the deploy
+// configures it (BASE_URL, the HTTP API's URL; the harness's listen
+// address): an absolute http or https URL with a host and nothing after
+// its path. It returns it without a trailing slash. The URL never comes
+// from a request: a card built from the Host header would let anyone who
+// sends "Host: evil.example" have the network's cached card (max-age 300,
+// the same for every client) name evil.example's key directory and
+// endpoints.
+func ParseBaseURL(s string) (string, error) {
+	if s == "" {
+		return "", errors.New("agentcard: no base URL configured (BASE_URL, the API's public URL)")
 	}
-	proto := "https"
-	if p, ok := lambdahttp.RawHeader(r, "X-Forwarded-Proto"); ok {
-		p = strings.ToLower(strings.TrimSpace(strings.Split(p, ",")[0]))
-		if p == "http" || p == "https" {
-			proto = p
-		}
-	} else if r.TLS == nil {
-		proto = "http"
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Opaque != "" || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || strings.ContainsAny(s, " \t\r\n\"<>") {
+		return "", fmt.Errorf("agentcard: base URL %q is not an absolute http(s) URL without query or fragment", s)
 	}
-	host, ok := lambdahttp.RawHeader(r, "Host")
-	if !ok || host == "" {
-		host = r.Host
-	}
-	if !plainHost(host) {
-		host = "localhost"
-	}
-	host = strings.ToLower(host)
-	if loopback(host) {
-		// Only the local harness answers on a loopback address, and it
-		// serves plain http while forwarding "https" as API Gateway does.
-		proto = "http"
-	}
-	return proto + "://" + host
-}
-
-// loopback reports whether host[:port] names this machine.
-func loopback(host string) bool {
-	h := host
-	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
-		h = h[:i]
-	}
-	h = strings.Trim(h, "[]")
-	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
-}
-
-func plainHost(h string) bool {
-	if h == "" || len(h) > 255 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == ':' || c == '[' || c == ']') {
-			return false
-		}
-	}
-	return true
+	return strings.TrimRight(s, "/"), nil
 }

@@ -53,20 +53,23 @@ func TestServeCaching(t *testing.T) {
 	}
 }
 
-// TestBaseURL: the configured URL wins (without a trailing slash); else
-// the forwarded proto and Host, http on loopback, localhost for a Host
-// that is not plain.
-func TestBaseURL(t *testing.T) {
-	r := httptest.NewRequest("GET", "http://x.test/", nil)
-	if got := agentcard.BaseURL(r, "https://api.example/"); got != "https://api.example" {
-		t.Errorf("configured: %s", got)
+// TestParseBaseURL: the configured URL is taken without its trailing
+// slash; an empty one, or one that is not an absolute http(s) URL with
+// nothing after its path, is an error.
+func TestParseBaseURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.example/": "https://api.example", "http://127.0.0.1:8080": "http://127.0.0.1:8080",
+		"https://abc.execute-api.eu-west-1.amazonaws.com/": "https://abc.execute-api.eu-west-1.amazonaws.com",
+		"https://api.example/prod/":                        "https://api.example/prod",
+	} {
+		if got, err := agentcard.ParseBaseURL(in); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
 	}
-	for host, want := range map[string]string{"api.test": "https://api.test", "127.0.0.1:8080": "http://127.0.0.1:8080", "bad\"host": "http://localhost"} {
-		r := httptest.NewRequest("GET", "http://x.test/", nil)
-		r.Host = host
-		r.Header.Set("X-Forwarded-Proto", "https")
-		if got := agentcard.BaseURL(r, ""); got != want {
-			t.Errorf("Host %s: %s, want %s", host, got, want)
+	for _, in := range []string{"", "api.example", "/relative", "ftp://api.example", "https://", "https://u:p@api.example",
+		"https://api.example/?q=1", "https://api.example/#f", "https://api.example/a b", "javascript:alert(1)"} {
+		if got, err := agentcard.ParseBaseURL(in); err == nil {
+			t.Errorf("%q accepted as %q", in, got)
 		}
 	}
 }

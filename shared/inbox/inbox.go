@@ -68,6 +68,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/ident"
+	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -88,7 +89,8 @@ const (
 	// DefaultLimit and MaxLimit bound the messages of one Read.
 	DefaultLimit = 50
 	MaxLimit     = 100
-	// MaxReadBytes bounds the content one Read returns (at least one
+	// MaxReadBytes bounds what the content one Read returns takes in the
+	// Lambda response, escapes included (ResponseBytes; at least one
 	// message is always returned): 100 messages of 64 KiB would not fit in
 	// a Lambda response (6 MB), and a consumed message that cannot be
 	// delivered would be lost. The rest waits for the next Read.
@@ -277,15 +279,16 @@ func notJoined() error {
 	return apierror.New(apierror.NotJoined, "you are not a member of this world; join it first")
 }
 
-// checkContent validates content and returns it compacted.
+// checkContent validates content and returns it compacted. Its size is
+// that of the compact text as the client wrote it (json.Compact escapes
+// nothing: "‹" counts its three UTF-8 bytes, "\u2039" six), which is what
+// is stored and read back. A number beyond a 64-bit float's range is
+// refused: the recipient's reader (encoding/json into any, JavaScript)
+// could not decode the message, which a read consumes.
 func checkContent(content json.RawMessage) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(content)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return nil, apierror.New(apierror.Invalid, "content is required: any JSON value but null")
-	}
-	if len(content) > MaxContentBytes {
-		return nil, &apierror.Error{Kind: apierror.TooLarge,
-			Message: fmt.Sprintf("content is %d bytes; at most %d (64 KiB) are accepted", len(content), MaxContentBytes)}
 	}
 	if !utf8.Valid(content) || !json.Valid(content) {
 		return nil, apierror.New(apierror.Invalid, "content must be a JSON value in UTF-8")
@@ -294,7 +297,37 @@ func checkContent(content json.RawMessage) (json.RawMessage, error) {
 	if err := json.Compact(&buf, content); err != nil {
 		return nil, apierror.New(apierror.Invalid, "content must be a JSON value in UTF-8")
 	}
+	if buf.Len() > MaxContentBytes {
+		return nil, &apierror.Error{Kind: apierror.TooLarge,
+			Message: fmt.Sprintf("content is %d bytes of compact JSON; at most %d (64 KiB) are accepted", buf.Len(), MaxContentBytes)}
+	}
+	if path, ok := protocol.NumberOutOfRange(buf.Bytes()); ok {
+		return nil, apierror.New(apierror.Invalid, "%s is a number beyond the range of a 64-bit float (about ±1.8e308); send it as a string",
+			apierror.Quote("content"+path))
+	}
 	return json.RawMessage(buf.Bytes()), nil
+}
+
+// ResponseBytes is how many bytes content (compact JSON, as stored) takes
+// in the Lambda response that returns it: the world's answer writes it
+// with encoding/json, which escapes '<', '>', '&', U+2028 and U+2029 as
+// six-byte \uXXXX escapes, and that answer travels as a JSON string in the
+// API Gateway response, where every '"' and '\' gains a backslash. So '<'
+// costs 7 bytes, '"' and '\' 2, U+2028's three bytes 7, any other byte 1.
+func ResponseBytes(content []byte) int {
+	n := len(content)
+	for i := 0; i < len(content); i++ {
+		switch c := content[i]; {
+		case c == '<' || c == '>' || c == '&':
+			n += 6
+		case c == '"' || c == '\\':
+			n++
+		case c == 0xe2 && i+2 < len(content) && content[i+1] == 0x80 && (content[i+2] == 0xa8 || content[i+2] == 0xa9):
+			n += 4
+			i += 2
+		}
+	}
+	return n
 }
 
 func checkContentType(ct string) error {
@@ -397,11 +430,12 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 			if !o.Since.IsZero() && !m.SentAt.After(o.Since) {
 				continue
 			}
-			if len(picked) == limit || len(picked) > 0 && size+len(m.Content) > MaxReadBytes {
+			cost := ResponseBytes(m.Content)
+			if len(picked) == limit || len(picked) > 0 && size+cost > MaxReadBytes {
 				break
 			}
 			picked = append(picked, m)
-			size += len(m.Content)
+			size += cost
 		}
 		if o.Peek {
 			return picked, nil

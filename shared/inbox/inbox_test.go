@@ -561,23 +561,25 @@ func TestConcurrentSendsAndReaders(t *testing.T) {
 	})
 }
 
-// TestReadByteBudget: a Read returns at most 4 MiB of content, so 100
+// TestReadByteBudget: a Read returns content that takes at most 4 MiB of
+// the Lambda response (its two quotes take 2 bytes more each), so 70
 // messages of 64 KiB take two Reads and none is consumed undelivered.
 func TestReadByteBudget(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
 		b := inbox.New(st)
 		join(t, st, lobby, alice, bob)
 		big := `"` + strings.Repeat("x", 64<<10-2) + `"`
+		perRead := inbox.MaxReadBytes / inbox.ResponseBytes([]byte(big)) // 63
 		var sent []string
 		for range 70 {
 			sent = append(sent, send(t, b, alice, bob, big).ID)
 		}
 		first := read(t, b, bob, inbox.ReadOptions{Limit: 100})
-		if !slices.Equal(ids(first), sent[:64]) {
-			t.Fatalf("first read returned %d messages of 64 KiB, want the oldest 64 (4 MiB)", len(first))
+		if !slices.Equal(ids(first), sent[:perRead]) {
+			t.Fatalf("first read returned %d messages of 64 KiB, want the oldest %d (4 MiB)", len(first), perRead)
 		}
-		if rest := read(t, b, bob, inbox.ReadOptions{Limit: 100}); !slices.Equal(ids(rest), sent[64:]) {
-			t.Fatalf("second read returned %d messages, want the other 6", len(rest))
+		if rest := read(t, b, bob, inbox.ReadOptions{Limit: 100}); !slices.Equal(ids(rest), sent[perRead:]) {
+			t.Fatalf("second read returned %d messages, want the other %d", len(rest), 70-perRead)
 		}
 	})
 }

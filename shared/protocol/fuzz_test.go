@@ -22,6 +22,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"task":"echo"}{}`, "{\"task\":\"\xff\"}", `{"task":"echo","input":{"n":"x"}}`,
 		`{"task":"nope","task":"echo"}`, `{"task":"echo","input":{"n":1,"N":2}}`, `{"task":"echo","input":{"a":{"b":1,"b":2}}}`,
 		`{"task":"echo","input":{"s":"\ud800"}}`, `{"TASK":"echo"}`,
+		`{"task":"echo","input":{"s":"<a>&\u2028"}}`, `{"task":"echo","input":{"n":1e999999}}`,
+		"{\"task\":\"echo\",\"input\":{\"\xff\":1}}", "{\"task\":\"echo\",\"input\":{\"s\":\"\u2039\"}}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -100,6 +102,7 @@ func FuzzCheckJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"a":1,"b":[true,false,null,"x\u00e9"]}`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `"\ud83d\ude00"`, `"\ud800"`,
 		"\"\xff\"", `[1,2]x`, `-0.0e-0`, `{"":{"":{"":[]}}}`, ` 1 `, `01`, `1e`, `"\/"`,
+		`{"n":1e999999}`, `"<>&\u2028"`, "{\"\xff\":1}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -120,4 +123,74 @@ func FuzzCheckJSON(f *testing.F) {
 			t.Fatalf("CheckJSON refused valid JSON %q: %v", data, err)
 		}
 	})
+}
+
+// FuzzDecodeInputKeepsBytes: a raw value DecodeInput hands a capability is
+// the client's text of it, compacted and otherwise byte for byte (no HTML
+// escaping), so sizes measured on it are the sizes sent.
+func FuzzDecodeInputKeepsBytes(f *testing.F) {
+	for _, s := range []string{
+		`{"x":{"a":"<b>&"}}`, `{"x":"\u003c"}`, `{"x":[1, 2 ,"\u2028\u2029"]}`, `{"x":{"n":1e999999}}`,
+		`{"y":1,"x":"‹"}`, `{"x":null}`, `{"X":1}`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if protocol.CheckJSON(body) != nil || firstNonSpace(body) != '{' {
+			return
+		}
+		var top map[string]json.RawMessage
+		if json.Unmarshal(body, &top) != nil {
+			return
+		}
+		var v struct {
+			X json.RawMessage `json:"x"`
+		}
+		if err := protocol.DecodeInput(body, &v); err != nil {
+			t.Fatalf("DecodeInput(%q): %v", body, err)
+		}
+		want, ok := top["x"]
+		if !ok {
+			if v.X != nil {
+				t.Fatalf("DecodeInput(%q) invented x = %q", body, v.X)
+			}
+			return
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, want); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(v.X, c.Bytes()) {
+			t.Fatalf("DecodeInput(%q): x = %q, want %q", body, v.X, c.Bytes())
+		}
+	})
+}
+
+// FuzzNumberOutOfRange: NumberOutOfRange finds a number exactly when
+// encoding/json cannot decode the value into any for one.
+func FuzzNumberOutOfRange(f *testing.F) {
+	for _, s := range []string{`{"n":1e999999}`, `[1,-2e308]`, `1e-999999`, `{"a":{"b":[0,1.7e308]}}`, `"1e999"`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			if _, ok := protocol.NumberOutOfRange(data); ok {
+				t.Fatalf("NumberOutOfRange(%q) found a number in what is not JSON", data)
+			}
+			return
+		}
+		var v any
+		err := json.Unmarshal(data, &v)
+		_, ok := protocol.NumberOutOfRange(data)
+		if ok != (err != nil) {
+			t.Fatalf("NumberOutOfRange(%q) = %v, json.Unmarshal into any: %v", data, ok, err)
+		}
+	})
+}
+
+func firstNonSpace(b []byte) byte {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 {
+		return t[0]
+	}
+	return 0
 }

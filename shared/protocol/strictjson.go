@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -404,7 +405,7 @@ func exactKeys(raw []byte, t reflect.Type) ([]byte, error) {
 			}
 			m[k] = nv
 		}
-		return json.Marshal(m)
+		return marshalAsSent(m)
 	case t.Kind() == reflect.Map && first == '{':
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &m); err != nil {
@@ -417,7 +418,7 @@ func exactKeys(raw []byte, t reflect.Type) ([]byte, error) {
 			}
 			m[k] = nv
 		}
-		return json.Marshal(m)
+		return marshalAsSent(m)
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && t.Elem().Kind() != reflect.Uint8 && first == '[':
 		var list []json.RawMessage
 		if err := json.Unmarshal(raw, &list); err != nil {
@@ -430,9 +431,69 @@ func exactKeys(raw []byte, t reflect.Type) ([]byte, error) {
 			}
 			list[i] = nv
 		}
-		return json.Marshal(list)
+		return marshalAsSent(list)
 	}
 	return raw, nil
+}
+
+// marshalAsSent is json.Marshal without its HTML escaping: the raw values
+// exactKeys reassembles keep the bytes the client sent ("<" stays one byte,
+// not the six of "\u003c"), so what a caller measures, stores and forwards
+// is what was sent.
+func marshalAsSent(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// NumberOutOfRange finds a number in the JSON value data whose magnitude
+// is beyond a 64-bit float's (1e999999, say): valid JSON, but one that
+// encoding/json refuses to decode into any, JavaScript reads as Infinity and
+// RFC 8259 section 6 calls not interoperable. It returns the path to the
+// first such number (keys in sorted order) as ".key[2].key", "" for the
+// value itself, and false when there is none or data is not JSON.
+func NumberOutOfRange(data []byte) (string, bool) {
+	if !json.Valid(data) {
+		return "", false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return "", false
+	}
+	return outOfRange(v, "")
+}
+
+func outOfRange(v any, path string) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil {
+			return path, true
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if p, ok := outOfRange(x[k], path+"."+k); ok {
+				return p, true
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p, ok := outOfRange(e, path+"["+strconv.Itoa(i)+"]"); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 func firstByte(raw []byte) byte {

@@ -13,6 +13,7 @@ import (
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/ident"
+	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store"
 )
 
@@ -336,28 +337,32 @@ func (s *Service) GetWorld(ctx context.Context, world string) (Manifest, error) 
 }
 
 // jsonObject checks that raw is nil, JSON null, or a JSON object of at most
-// max bytes, and returns it compacted (nil for nil or null).
+// max bytes, and returns it compacted (nil for nil or null). The size is
+// that of the compact text as the client wrote it: json.Compact drops only
+// the whitespace between tokens and escapes nothing, so "<" counts one byte
+// and "\u003c" six, whichever was sent. A number beyond a 64-bit float's
+// range is refused by name: the world forwards the object to agents, and
+// encoding/json, JavaScript and most other readers cannot hold it.
 func jsonObject(field string, raw json.RawMessage, max int) (json.RawMessage, error) {
 	if raw == nil {
 		return nil, nil
-	}
-	if len(raw) > max {
-		return nil, invalid("%s must be at most %d bytes of JSON, not %d", field, max, len(raw))
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, invalid("%s must be a JSON object", field)
-	}
-	switch v.(type) {
-	case nil:
-		return nil, nil
-	case map[string]any:
-	default:
-		return nil, invalid("%s must be a JSON object", field)
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
 		return nil, invalid("%s must be a JSON object", field)
 	}
-	return json.RawMessage(b.Bytes()), nil
+	c := b.Bytes()
+	switch {
+	case string(c) == "null":
+		return nil, nil
+	case len(c) == 0 || c[0] != '{':
+		return nil, invalid("%s must be a JSON object", field)
+	case len(c) > max:
+		return nil, invalid("%s must be at most %d bytes of JSON, not %d", field, max, len(c))
+	}
+	if path, ok := protocol.NumberOutOfRange(c); ok {
+		return nil, invalid("%s is a number beyond the range of a 64-bit float (about ±1.8e308); send it as a string",
+			apierror.Quote(field+path))
+	}
+	return json.RawMessage(c), nil
 }

@@ -83,17 +83,22 @@ func worldCard(m world.Manifest, base string) agentcard.Card {
 // NewCard serves GET /v0/worlds/{world}/.well-known/agent-card.json and
 // agent.json (public, the same document): the world's Agent Card with
 // Cache-Control max-age=300, an ETag and 304 on If-None-Match. An unknown
-// world is 404 NOT_FOUND.
+// world is 404 NOT_FOUND. Its URLs are below o.BaseURL, which must be set
+// (agentcard.ParseBaseURL): never the request's Host.
 func NewCard(o Options, worlds WorldReader) (http.Handler, error) {
 	if worlds == nil {
 		return nil, errors.New("worldhttp: no world service")
+	}
+	base, err := agentcard.ParseBaseURL(o.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("worldhttp: %s: %w", o.Function, err)
 	}
 	card := func(w http.ResponseWriter, r *http.Request) error {
 		m, err := worlds.GetWorld(r.Context(), access.Param(r, "world"))
 		if err != nil {
 			return fmt.Errorf("worldhttp: card: %w", err)
 		}
-		return agentcard.Serve(w, r, worldCard(m, agentcard.BaseURL(r, o.BaseURL)))
+		return agentcard.Serve(w, r, worldCard(m, base))
 	}
 	return serve(o, nil, card, nil)
 }

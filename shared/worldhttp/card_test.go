@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -62,6 +63,27 @@ func TestAgentCardServes(t *testing.T) {
 	expectError(t, a.do(nil, "GET", "/v0/worlds/nowhere/.well-known/agent-card.json", ""), 404, "NOT_FOUND", "")
 }
 
+// TestWorldCardIgnoresHost: the world card's URLs are the configured base
+// URL's whatever Host and X-Forwarded-Proto a request carries, so the one
+// copy a cache keeps for 300 s is right for everyone; NewCard without a
+// base URL, or with one that is not an absolute http(s) URL, fails.
+func TestWorldCardIgnoresHost(t *testing.T) {
+	a := newAPI(t, newFake(), nil)
+	plain := a.do(nil, "GET", "/v0/worlds/lobby/.well-known/agent-card.json", "")
+	evil := a.do(nil, "GET", "/v0/worlds/lobby/.well-known/agent-card.json", "", "Host", "evil.example", "X-Forwarded-Proto", "http")
+	if plain.status != 200 || evil.status != 200 || string(evil.body) != string(plain.body) || strings.Contains(string(evil.body), "evil.example") {
+		t.Errorf("Host evil.example: %d %s", evil.status, evil.body)
+	}
+	if !strings.Contains(string(plain.body), `"url":"https://net.example/v0/worlds/lobby"`) {
+		t.Errorf("card %s does not name the configured base URL", plain.body)
+	}
+	for _, base := range []string{"", "net.example", "https://net.example/?x=1"} {
+		if _, err := worldhttp.NewCard(worldhttp.Options{Function: "world-card", Table: testTable, BaseURL: base}, newFake()); err == nil {
+			t.Errorf("NewCard accepted base URL %q", base)
+		}
+	}
+}
+
 // TestAgentCardNoAuth (US-005): the card is public — no signature needed,
 // and a signature by a stranger changes nothing.
 func TestAgentCardNoAuth(t *testing.T) {
@@ -80,7 +102,7 @@ func TestAgentCardNoAuth(t *testing.T) {
 // TestWorldCardParsesWithA2AGo: a2a-go's resolver fetches and parses a
 // world's card from a server, on both paths.
 func TestWorldCardParsesWithA2AGo(t *testing.T) {
-	h, err := worldhttp.NewCard(worldhttp.Options{Function: "world-card", Table: testTable}, newFake())
+	h, err := worldhttp.NewCard(worldhttp.Options{Function: "world-card", Table: testTable, BaseURL: "https://net.example"}, newFake())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +116,7 @@ func TestWorldCardParsesWithA2AGo(t *testing.T) {
 		if card.Name != "Lobby" || len(card.Skills) != 2 || card.Skills[1].Name != "wave" {
 			t.Errorf("card %+v", card)
 		}
-		if len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].URL != srv.URL+"/v0/worlds/lobby" ||
+		if len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].URL != "https://net.example/v0/worlds/lobby" ||
 			card.SupportedInterfaces[0].ProtocolBinding != a2a.TransportProtocolHTTPJSON {
 			t.Errorf("interfaces %+v", card.SupportedInterfaces)
 		}

@@ -36,7 +36,7 @@ func TestRequestCost(t *testing.T) {
 	m := capacity.New()
 	client, table := dynamolocal.NewTable(t, local, m.Option())
 	st := dynamo.New(client, table)
-	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "", nil, nil)
+	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "https://net.example", nil, nil)
 	o := deps.Options
 	w := deps.World
 	box := inbox.New(st)

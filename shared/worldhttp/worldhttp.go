@@ -62,8 +62,8 @@ type Options struct {
 	// Limiter enforces the per-agent rate limits (agents, messages,
 	// ping, actions).
 	Limiter Limiter
-	// BaseURL is the deployment's public URL for the Agent Card; empty
-	// means the request's X-Forwarded-Proto and Host.
+	// BaseURL is the deployment's public URL (BASE_URL) the world Agent
+	// Card names; NewCard requires it.
 	BaseURL string
 	// Now is the clock of presence; nil means time.Now.
 	Now func() time.Time

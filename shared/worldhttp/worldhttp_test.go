@@ -105,6 +105,7 @@ func newAPI(t *testing.T, f *fake, tune func(*worldhttp.Options)) *api {
 		Limiter:  f,
 		Now:      func() time.Time { return created.Add(time.Hour) },
 		Table:    testTable,
+		BaseURL:  "https://net.example",
 	}
 	if tune != nil {
 		tune(&o)

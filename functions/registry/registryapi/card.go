@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/a2awire/a2awire/shared/agentcard"
+	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/fixtures"
 )
 
@@ -58,5 +59,8 @@ func networkCard(base string) agentcard.Card {
 // card serves the network card with an ETag, Cache-Control and 304 on a
 // matching If-None-Match.
 func (h *handler) card(w http.ResponseWriter, r *http.Request) error {
-	return agentcard.Serve(w, r, networkCard(agentcard.BaseURL(r, h.baseURL)))
+	if h.baseURL == "" {
+		return apierror.New(apierror.NotFound, "this deployment has no public URL configured for its Agent Card")
+	}
+	return agentcard.Serve(w, r, networkCard(h.baseURL))
 }

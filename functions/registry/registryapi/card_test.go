@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -39,19 +40,17 @@ func TestCardCaching(t *testing.T) {
 	if r := a.do(nil, "GET", "/.well-known/agent-card.json", "", "If-None-Match", `"stale"`); r.status != 200 {
 		t.Errorf("stale If-None-Match: %d", r.status)
 	}
-	// The URL follows the host addressed; another host is another card.
+	// The URLs are the configured base URL's, whatever Host and
+	// X-Forwarded-Proto the request carries: one card for every client.
 	card := first.json(t)
 	ifaces := card["supportedInterfaces"].([]any)
-	if u := ifaces[0].(map[string]any)["url"]; u != "https://registry.test" {
-		t.Errorf("interface url %v, want https://registry.test (X-Forwarded-Proto and Host)", u)
+	if u := ifaces[0].(map[string]any)["url"]; u != "https://api.a2awire.test" {
+		t.Errorf("interface url %v, want the configured https://api.a2awire.test", u)
 	}
-	// The local harness forwards "https" like API Gateway but serves http.
-	for host, want := range map[string]string{"127.0.0.1:8080": "http://127.0.0.1:8080", "localhost:9": "http://localhost:9",
-		"[::1]:8080": "http://[::1]:8080", "example.com": "https://example.com", "evil\"host": "http://localhost"} {
-		r := a.do(nil, "GET", "/.well-known/agent-card.json", "", "Host", host)
-		ifaces := r.json(t)["supportedInterfaces"].([]any)
-		if u := ifaces[0].(map[string]any)["url"]; u != want {
-			t.Errorf("Host %s: interface url %v, want %s", host, u, want)
+	for _, host := range []string{"evil.example", "127.0.0.1:8080", "evil\"host"} {
+		r := a.do(nil, "GET", "/.well-known/agent-card.json", "", "Host", host, "X-Forwarded-Proto", "http")
+		if string(r.body) != string(first.body) || r.header.Get("ETag") != etag {
+			t.Errorf("Host %s: another card %s", host, r.body)
 		}
 	}
 }
@@ -62,7 +61,7 @@ func TestCardCaching(t *testing.T) {
 func TestCardParsesWithA2AGo(t *testing.T) {
 	st := memory.New()
 	t.Cleanup(func() { _ = st.Close() })
-	h, err := registryapi.New(registryapi.Options{Store: st})
+	h, err := registryapi.New(registryapi.Options{Store: st, BaseURL: "https://api.a2awire.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +76,7 @@ func TestCardParsesWithA2AGo(t *testing.T) {
 		if card.Name != "a2awire" || card.Version == "" || card.Description == "" {
 			t.Errorf("card %+v", card)
 		}
-		if len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].URL != srv.URL ||
+		if len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].URL != "https://api.a2awire.test" ||
 			card.SupportedInterfaces[0].ProtocolBinding != a2a.TransportProtocolHTTPJSON || card.SupportedInterfaces[0].ProtocolVersion != "1.0" {
 			t.Errorf("interfaces %+v", card.SupportedInterfaces[0])
 		}
@@ -124,5 +123,27 @@ func TestCardParsesWithA2AGo(t *testing.T) {
 	var schemes map[string]map[string]json.RawMessage
 	if err := json.Unmarshal(raw["securitySchemes"], &schemes); err != nil || len(schemes["awn"]) != 1 || schemes["awn"]["httpAuthSecurityScheme"] == nil {
 		t.Errorf("securitySchemes %s, want {\"awn\": {\"httpAuthSecurityScheme\": ...}}", raw["securitySchemes"])
+	}
+}
+
+// TestCardNeedsConfiguredBaseURL: without a configured base URL the
+// registry serves no card (404) rather than one built from the request's
+// Host; a base URL that is not an absolute http(s) URL stops New.
+func TestCardNeedsConfiguredBaseURL(t *testing.T) {
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	h, err := registryapi.New(registryapi.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/.well-known/agent-card.json", nil)
+	r.Host = "evil.example"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 404 || strings.Contains(w.Body.String(), "evil.example") {
+		t.Errorf("unconfigured: %d %s", w.Code, w.Body)
+	}
+	if _, err := registryapi.New(registryapi.Options{Store: st, BaseURL: "evil.example"}); err == nil {
+		t.Error("a base URL without a scheme was accepted")
 	}
 }

@@ -20,10 +20,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/access"
+	"github.com/a2awire/a2awire/shared/agentcard"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/registry"
@@ -49,8 +49,9 @@ type Options struct {
 	// NetworkKey is the network's own public signing key, served at
 	// /.well-known/http-message-signatures-directory; nil answers 404.
 	NetworkKey ed25519.PublicKey
-	// BaseURL is the deployment's public URL for the Agent Card; empty
-	// means the request's X-Forwarded-Proto and Host.
+	// BaseURL is the deployment's public URL (BASE_URL) the network Agent
+	// Card names (agentcard.ParseBaseURL); empty answers the card 404, as
+	// the card is never built from the request's Host.
 	BaseURL string
 	// AllowInsecureEndpoints lets agents register http:// endpoints (the
 	// local harness).
@@ -83,6 +84,13 @@ func New(o Options) (http.Handler, error) {
 	if o.NetworkKey != nil && len(o.NetworkKey) != ed25519.PublicKeySize {
 		return nil, errors.New("registryapi: network key is not a 32-byte Ed25519 public key")
 	}
+	var base string
+	if o.BaseURL != "" {
+		var err error
+		if base, err = agentcard.ParseBaseURL(o.BaseURL); err != nil {
+			return nil, fmt.Errorf("registryapi: %w", err)
+		}
+	}
 	opts := []registry.Option{registry.WithClock(o.Now)}
 	if o.AllowInsecureEndpoints {
 		opts = append(opts, registry.AllowInsecureEndpoints())
@@ -96,7 +104,7 @@ func New(o Options) (http.Handler, error) {
 		log:        o.Log,
 		reg:        registry.New(o.Store, opts...),
 		networkKey: o.NetworkKey,
-		baseURL:    strings.TrimRight(o.BaseURL, "/"),
+		baseURL:    base,
 	}
 	d, err := access.New(access.Config{
 		Function: Function,

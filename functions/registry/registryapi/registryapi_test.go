@@ -33,11 +33,14 @@ type api struct {
 	entry lambdahttp.Handler
 }
 
+// testBaseURL is the public URL the tests' deployment names in its card.
+const testBaseURL = "https://api.a2awire.test/"
+
 func newAPI(t *testing.T, network ed25519.PublicKey) *api {
 	t.Helper()
 	st := memory.New()
 	t.Cleanup(func() { _ = st.Close() })
-	h, err := registryapi.New(registryapi.Options{Store: st, NetworkKey: network, AllowInsecureEndpoints: true})
+	h, err := registryapi.New(registryapi.Options{Store: st, NetworkKey: network, AllowInsecureEndpoints: true, BaseURL: testBaseURL})
 	if err != nil {
 		t.Fatal(err)
 	}
