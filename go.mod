@@ -3,6 +3,7 @@ module github.com/a2awire/a2awire
 go 1.26
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/a2aproject/a2a-go/v2 v2.2.1
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0

@@ -696,6 +696,9 @@ func (r *Registry) validate(a *Agent) error {
 	if len(a.PublicKey) != ed25519.PublicKeySize {
 		return invalid("public key must be %d bytes, not %d", ed25519.PublicKeySize, len(a.PublicKey))
 	}
+	if err := auth.CheckPublicKey(a.PublicKey); err != nil {
+		return invalid("public key must be a safe Ed25519 public key (not small-order, canonically encoded)")
+	}
 	a.PublicKey = append(ed25519.PublicKey(nil), a.PublicKey...)
 	return nil
 }

@@ -240,6 +240,9 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 	if len(signer) != ed25519.PublicKeySize {
 		return Manifest{}, false, invalid("publicKey must be %d bytes, not %d", ed25519.PublicKeySize, len(signer))
 	}
+	if err := auth.CheckPublicKey(signer); err != nil {
+		return Manifest{}, false, invalid("publicKey must be a safe Ed25519 public key (not small-order, canonically encoded)")
+	}
 	keyID := auth.KeyID(signer)
 	forbidden := apierror.New(apierror.Forbidden, "world %s belongs to another key; only its owner may change it", apierror.Quote(m.ID))
 	// Two rounds: a create that loses a race to another create reads the

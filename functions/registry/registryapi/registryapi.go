@@ -154,6 +154,9 @@ func registerKey(body []byte) (ed25519.PublicKey, error) {
 		return nil, apierror.New(apierror.Invalid, "public_key is required")
 	}
 	pub, err := auth.DecodePublicKey(b.PublicKey)
+	if errors.Is(err, auth.ErrUnsafeKey) {
+		return nil, apierror.New(apierror.Invalid, "public_key must be a safe Ed25519 public key (not small-order, canonically encoded)")
+	}
 	if err != nil {
 		return nil, apierror.New(apierror.Invalid, "public_key must be the standard base64 of a 32-byte Ed25519 key")
 	}
