@@ -165,6 +165,9 @@ func validateManifest(m *Manifest) error {
 		if n := utf8.RuneCountInString(f.v); n > f.max {
 			return invalid("%s must be at most %d characters, not %d", f.field, f.max, n)
 		}
+		if c, bad := ident.UnsafeRune(f.v); bad {
+			return invalid("%s", ident.UnsafeRuneError(f.field, c))
+		}
 	}
 	if len(m.Actions) > MaxActions {
 		return invalid("actions must list at most %d actions, not %d", MaxActions, len(m.Actions))
@@ -183,6 +186,9 @@ func validateManifest(m *Manifest) error {
 		}
 		if n := utf8.RuneCountInString(a.Description); n > MaxActionDescriptionLen {
 			return invalid("the description of action %s must be at most %d characters, not %d", apierror.Quote(a.Name), MaxActionDescriptionLen, n)
+		}
+		if c, bad := ident.UnsafeRune(a.Description); bad {
+			return invalid("%s", ident.UnsafeRuneError("the description of action "+apierror.Quote(a.Name), c))
 		}
 	}
 	m.Actions = append([]ActionSpec{}, m.Actions...)
