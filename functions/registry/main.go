@@ -2,12 +2,18 @@
 // /api/v1/agents routes, the key directories and the network Agent Card
 // (package registryapi). It reads its environment once at start:
 // TABLE_NAME (the DynamoDB table), NETWORK_PUBLIC_KEY (the network's own
-// Ed25519 public key, standard base64; empty serves no network directory)
-// and BASE_URL (the public URL the Agent Card names; empty takes it from
-// each request).
+// Ed25519 public key, standard base64; empty serves no network directory),
+// NETWORK_SIGNING_KEY (the network's Ed25519 seed, standard base64, which
+// the deploy fills from its secret: the registry signs nothing with it,
+// it only derives the key that seals discovery cursors, so that every
+// instance accepts the others' cursors; empty keys them per instance) and
+// BASE_URL (the public URL the Agent Card names; empty takes it from each
+// request).
 package main
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"os"
@@ -41,6 +47,15 @@ func run(log *slog.Logger) error {
 			return fmt.Errorf("NETWORK_PUBLIC_KEY: %w", err)
 		}
 		o.NetworkKey = pub
+	}
+	if k := os.Getenv("NETWORK_SIGNING_KEY"); k != "" {
+		seed, err := base64.StdEncoding.Strict().DecodeString(k)
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return fmt.Errorf("NETWORK_SIGNING_KEY is not the standard base64 of a %d-byte Ed25519 seed", ed25519.SeedSize)
+		}
+		o.CursorSecret = seed
+	} else {
+		log.Warn("registry: NETWORK_SIGNING_KEY is not set, so discovery cursors are keyed per instance and may fail (400) when the next page reaches another instance")
 	}
 	client, err := dynamo.ClientFromEnv(os.Getenv)
 	if err != nil {

@@ -128,7 +128,12 @@ func registryEntry(o Options, st store.Store) any {
 	if o.NetworkKey != nil {
 		pub, _ = o.NetworkKey.Public().(ed25519.PublicKey)
 	}
-	h, err := registryapi.New(registryapi.Options{Log: o.Log, Store: st, NetworkKey: pub, BaseURL: o.BaseURL, AllowInsecureEndpoints: true})
+	var secret []byte
+	if o.NetworkKey != nil {
+		secret = o.NetworkKey.Seed() // cursors outlive a restart with the key file
+	}
+	h, err := registryapi.New(registryapi.Options{Log: o.Log, Store: st, NetworkKey: pub, BaseURL: o.BaseURL,
+		AllowInsecureEndpoints: true, CursorSecret: secret})
 	if err != nil {
 		return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{}, err

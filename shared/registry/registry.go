@@ -232,25 +232,36 @@ func SharedKey(key ed25519.PublicKey) Option {
 	return func(r *Registry) { r.shared = append(ed25519.PublicKey(nil), key...) }
 }
 
-// WithCursorSecret keys discovery cursors. Cursors only point inside a
-// listing anyone may read, so the MAC guards integrity, not secrecy; every
-// instance serving one table should share the secret (a default otherwise).
+// WithCursorSecret keys discovery cursors with a key derived from secret
+// (store.DeriveKey under cursorLabel): the deploy's secret in the cloud,
+// the harness's key file locally. Every instance serving one table must
+// share it for a cursor to work on the instance that serves the next page.
+// Without it the key is random, this Registry's own: cursors then fail
+// (400, start again) when the next page reaches another instance, which is
+// safe, where a key in the source would let anyone seal a cursor.
 func WithCursorSecret(secret []byte) Option {
 	return func(r *Registry) {
 		if len(secret) > 0 {
-			r.secret = append([]byte(nil), secret...)
+			r.secret = store.DeriveKey(secret, cursorLabel)
 		}
 	}
 }
+
+// cursorLabel separates the registry's cursor key from other keys derived
+// from the same secret (the store's).
+const cursorLabel = "a2awire registry cursor v1"
 
 // New returns a Registry over st.
 func New(st store.Store, opts ...Option) *Registry {
 	if st == nil {
 		panic("registry: nil store")
 	}
-	r := &Registry{store: st, now: time.Now, secret: []byte("a2awire registry cursor v1")}
+	r := &Registry{store: st, now: time.Now}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.secret == nil {
+		r.secret = store.DeriveKey(nil, cursorLabel) // random
 	}
 	return r
 }

@@ -55,6 +55,11 @@ type Options struct {
 	// AllowInsecureEndpoints lets agents register http:// endpoints (the
 	// local harness).
 	AllowInsecureEndpoints bool
+	// CursorSecret keys discovery cursors (registry.WithCursorSecret): the
+	// network's signing key, the deploy's secret in the cloud and the
+	// harness's key file locally, so that every instance accepts the
+	// cursors of the others. Empty: a random key per instance.
+	CursorSecret []byte
 	// Now is the clock of the verifier and the registry; nil means
 	// time.Now.
 	Now func() time.Time
@@ -83,7 +88,7 @@ func New(o Options) (http.Handler, error) {
 	if o.NetworkKey != nil && len(o.NetworkKey) != ed25519.PublicKeySize {
 		return nil, errors.New("registryapi: network key is not a 32-byte Ed25519 public key")
 	}
-	opts := []registry.Option{registry.WithClock(o.Now)}
+	opts := []registry.Option{registry.WithClock(o.Now), registry.WithCursorSecret(o.CursorSecret)}
 	if o.AllowInsecureEndpoints {
 		opts = append(opts, registry.AllowInsecureEndpoints())
 	}
