@@ -20,8 +20,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/ident"
 )
 
 // MaxURLLength bounds a user-supplied URL.
@@ -207,7 +209,8 @@ func NewClient(o Options) *http.Client {
 
 // ValidateURL parses a user-supplied URL and refuses what the client must
 // never be pointed at, before anything is stored: longer than MaxURLLength,
-// not absolute, a scheme other than https (or http with AllowHTTP), user
+// invalid UTF-8 or holding a character ident.UnsafeRune refuses, not
+// absolute, a scheme other than https (or http with AllowHTTP), user
 // info, a fragment, no host, a numeric host other than a dotted-decimal
 // IPv4 address (numericHost), a literal address CheckAddr refuses, or a
 // localhost name without AllowLoopback. Names are not resolved here (the
@@ -216,6 +219,14 @@ func NewClient(o Options) *http.Client {
 func ValidateURL(raw string, o Options) (*url.URL, error) {
 	if len(raw) > MaxURLLength {
 		return nil, apierror.New(apierror.Invalid, "url is longer than %d characters", MaxURLLength)
+	}
+	if !utf8.ValidString(raw) {
+		return nil, apierror.New(apierror.Invalid, "url must be valid UTF-8")
+	}
+	if c, bad := ident.UnsafeRune(raw); bad {
+		// url.Parse refuses ASCII controls but keeps U+202E and U+200B,
+		// which make a URL read as another.
+		return nil, apierror.New(apierror.Invalid, "%s", ident.UnsafeRuneError("url", c))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -426,3 +426,17 @@ func TestCheckAddrRefusesTransitionRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateURLRefusesDeceivingCharacters: a webhook URL with U+202E
+// (right-to-left override) or U+200B (zero-width space) was accepted, as
+// url.Parse keeps them; they make a URL read as another.
+func TestValidateURLRefusesDeceivingCharacters(t *testing.T) {
+	for _, u := range []string{"https://example.com/\u202e", "https://exa\u200bmple.com/", "https://example.com/a\u2066b", "https://example.com/\xff"} {
+		if _, err := egress.ValidateURL(u, egress.Options{}); apierror.KindOf(err) != apierror.Invalid {
+			t.Errorf("%q: %v, want Invalid", u, err)
+		}
+	}
+	if _, err := egress.ValidateURL("https://example.com/caf\u00e9", egress.Options{}); err != nil {
+		t.Errorf("a plain non-ASCII path refused: %v", err)
+	}
+}
