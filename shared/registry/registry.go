@@ -29,8 +29,9 @@
 //
 // Register and SetPresence read the profile (1 Get) and rewrite all the
 // agent's items in one store.Write: the profile, one Put per capability, a
-// Delete per capability the update dropped, and on first registration the
-// key item, and the skeleton item — at most 1 + 32 + 32 + 1 actions.
+// Delete per capability the update dropped, on first registration the key
+// item, and (Register only) the skeleton item — at most 1 + 32 + 32 + 1
+// actions.
 // Conditions make it race-safe: a first registration puts the profile only
 // if it is absent (of any number of racing first registrations one wins,
 // the others get 409 name_taken from the item in the way), the key item
@@ -284,9 +285,11 @@ func capPK(capability string, s Status) string { return capPrefix + capability +
 // online); the same key later updates description, endpoint and
 // capabilities (created = false; presence and registeredAt kept); another
 // key gets Conflict "name_taken". A key may register one name only
-// (Conflict "key_taken"). Cost: 1 Get and 1 Write (a TransactWriteItems of
-// 2 + capabilities actions on creation, 1 + new + dropped capabilities on
-// update), more only when racing writers force a retry.
+// (Conflict "key_taken"), and a name that reads like one another key holds
+// is refused (Conflict "name_confusable"; ident.Skeleton). Cost: 1 Get and
+// 1 Write (a TransactWriteItems of 3 + capabilities actions on creation,
+// 2 + new + dropped capabilities on update: the skeleton item is one), more
+// only when racing writers force a retry.
 func (r *Registry) Register(ctx context.Context, a Agent) (Agent, bool, error) {
 	if err := r.validate(&a); err != nil {
 		return Agent{}, false, err
