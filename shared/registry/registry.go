@@ -54,8 +54,9 @@
 // limit+1 items. status "any" lists the online partition, then the offline
 // one, still reading at most limit+1 items in at most two Queries. Cursors
 // are the registry's own: the partition and the last name, sealed with an
-// HMAC over the filter, so a tampered cursor, or one of another filter, is
-// refused (400). gsi1 is eventually consistent on DynamoDB: an agent
+// HMAC over the filter under a key derived from the deploy's secret
+// (WithCursorSecret), so a tampered cursor, one of another filter, or one
+// sealed elsewhere is refused (400). gsi1 is eventually consistent on DynamoDB: an agent
 // registered a moment ago may take a moment to be discoverable; Get reads
 // the profile strongly consistently.
 //
