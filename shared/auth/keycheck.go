@@ -28,7 +28,7 @@ var ErrUnsafeKey = errors.New("auth: unsafe Ed25519 public key")
 // holder's private key signs for: 32 bytes, the canonical encoding of a
 // point of the curve, not of small order (order 1, 2, 4 or 8: the point
 // times the cofactor 8 is the identity). Cost: one point decompression and
-// three doublings, a few µs, next to the verification's ~50.
+// three doublings, a small part of a signature verification.
 func CheckPublicKey(pub []byte) error {
 	if len(pub) != ed25519.PublicKeySize {
 		return fmt.Errorf("%w: %d bytes, want %d", ErrUnsafeKey, len(pub), ed25519.PublicKeySize)
