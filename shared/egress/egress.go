@@ -211,8 +211,8 @@ func NewClient(o Options) *http.Client {
 // never be pointed at, before anything is stored: longer than MaxURLLength,
 // invalid UTF-8 or holding a character ident.UnsafeRune refuses, not
 // absolute, a scheme other than https (or http with AllowHTTP), user
-// info, a fragment, no host, a numeric host other than a dotted-decimal
-// IPv4 address (numericHost), a literal address CheckAddr refuses, or a
+// info, a fragment, no host, a host that is not ASCII, a numeric host other
+// than a dotted-decimal IPv4 address (numericHost), a literal address CheckAddr refuses, or a
 // localhost name without AllowLoopback. Names are not resolved here (the
 // dialer checks what they resolve to at each connection). Errors are
 // Invalid *apierror.Error.
@@ -248,6 +248,16 @@ func ValidateURL(raw string, o Options) (*url.URL, error) {
 		return nil, apierror.New(apierror.Invalid, "url has no host")
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	for i := 0; i < len(host); i++ {
+		if host[i] >= 0x80 {
+			// IDNA maps fullwidth digits and ideographic full stops to
+			// ASCII ("１２７。０。０。１" is 127.0.0.1 to a browser or a
+			// proxy), so a Unicode host could be an address in disguise;
+			// Go's resolver looks such names up unmapped, so none works
+			// today anyway. An internationalized name is written xn--.
+			return nil, apierror.New(apierror.Invalid, "url host must be ASCII; write an internationalized name in its xn-- (punycode) form")
+		}
+	}
 	if numericHost(host) {
 		if _, err := netip.ParseAddr(host); err != nil {
 			// Only the dotted-decimal form of four parts is an address

@@ -386,6 +386,13 @@ func TestValidateURLRefusesNumericHosts(t *testing.T) {
 			}
 		}
 	}
+	// A Unicode host that IDNA maps to a numeric one (fullwidth digits,
+	// ideographic full stops), and so any Unicode host, is refused.
+	for _, h := range []string{"１２７.０.０.１", "127。0。0。1", "ｌｏｃａｌｈｏｓｔ", "müller.de"} {
+		if _, err := egress.ValidateURL("https://"+h+"/hook", egress.Options{}); apierror.KindOf(err) != apierror.Invalid {
+			t.Errorf("Unicode host %q: %v, want Invalid", h, err)
+		}
+	}
 	for _, h := range []string{"8.8.8.8", "example.com", "1e100.net", "0x7f000001.example", "123.example.org", "xn--80ak6aa92e.com"} {
 		if _, err := egress.ValidateURL("https://"+h+"/hook", egress.Options{}); err != nil {
 			t.Errorf("host %q refused: %v", h, err)
