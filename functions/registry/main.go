@@ -2,13 +2,9 @@
 // /api/v1/agents routes, the key directories and the network Agent Card
 // (package registryapi). It reads its environment once at start:
 // TABLE_NAME (the DynamoDB table), NETWORK_PUBLIC_KEY (the network's own
-// Ed25519 public key, standard base64; empty serves no network directory),
-// NETWORK_SIGNING_KEY (the network's Ed25519 seed, standard base64, which
-// the deploy fills from its secret: the registry signs nothing with it,
-// it only derives the key that seals discovery cursors, so that every
-// instance accepts the others' cursors; empty keys them per instance) and
-// BASE_URL (the public URL the Agent Card names; empty takes it from each
-// request).
+// Ed25519 public key, standard base64; empty serves no network directory)
+// and BASE_URL (the public URL the Agent Card names; empty takes it from
+// each request).
 package main
 
 import (
@@ -48,6 +44,11 @@ func run(log *slog.Logger) error {
 		}
 		o.NetworkKey = pub
 	}
+	// NETWORK_SIGNING_KEY is the network's Ed25519 seed (standard base64),
+	// which the deploy fills from its secret. The registry signs nothing
+	// with it: it derives from it the key that seals discovery cursors, so
+	// that every instance accepts the others' cursors. Empty keys them per
+	// instance.
 	if k := os.Getenv("NETWORK_SIGNING_KEY"); k != "" {
 		seed, err := base64.StdEncoding.Strict().DecodeString(k)
 		if err != nil || len(seed) != ed25519.SeedSize {

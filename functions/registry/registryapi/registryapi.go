@@ -88,7 +88,7 @@ func New(o Options) (http.Handler, error) {
 	if o.NetworkKey != nil && len(o.NetworkKey) != ed25519.PublicKeySize {
 		return nil, errors.New("registryapi: network key is not a 32-byte Ed25519 public key")
 	}
-	opts := []registry.Option{registry.WithClock(o.Now), registry.WithCursorSecret(o.CursorSecret)}
+	opts := []registry.Option{registry.WithClock(o.Now)}
 	if o.AllowInsecureEndpoints {
 		opts = append(opts, registry.AllowInsecureEndpoints())
 	}
@@ -97,6 +97,7 @@ func New(o Options) (http.Handler, error) {
 		// key registers one name.
 		opts = append(opts, registry.SharedKey(o.NetworkKey))
 	}
+	opts = append(opts, registry.WithCursorSecret(o.CursorSecret))
 	h := &handler{
 		log:        o.Log,
 		reg:        registry.New(o.Store, opts...),
