@@ -3,6 +3,7 @@ module github.com/a2awire/a2awire
 go 1.26
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/a2aproject/a2a-go/v2 v2.2.1
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
@@ -12,6 +13,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.41.0
 	github.com/aws/smithy-go v1.28.9
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
+	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659
 	github.com/oklog/ulid/v2 v2.1.2
 	github.com/remitly-oss/httpsig-go v1.2.0
 	github.com/spf13/cobra v1.10.2
@@ -30,6 +32,7 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/text v0.33.0 // indirect
 )
 
 ignore ./node_modules

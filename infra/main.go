@@ -25,8 +25,10 @@
 //	networkSigningKeySecret  the Secrets Manager secret (name or ARN) holding
 //	                     the network's private key (std base64 of the
 //	                     Ed25519 seed): NETWORK_SIGNING_KEY of the functions
-//	                     that sign webhook deliveries (v1a), as a dynamic
-//	                     reference resolved at deploy. Unset: v1 only.
+//	                     that sign webhook deliveries (v1a) and of the
+//	                     registry (its cursor key is derived from it), as a
+//	                     dynamic reference resolved at deploy. Unset: v1
+//	                     only, and registry cursors keyed per instance.
 //
 // cdk.json also sets the feature flags that the aws-cdk-lib in go.mod
 // recommends (its CURRENTLY_RECOMMENDED_FLAGS, what `cdk init` writes); the

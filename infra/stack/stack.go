@@ -70,9 +70,11 @@ type Props struct {
 	// whose SecretString is the network's private signing key (the std
 	// base64 of its 32-byte Ed25519 seed; context networkSigningKeySecret).
 	// Functions that declare NetworkSigningKeyEnv (the webhook dispatcher,
-	// the retry function, world-ping) get it through a CloudFormation
-	// dynamic reference, resolved at deploy, so the key is in no template,
-	// asset or source file. Empty: their deliveries carry v1 only.
+	// the retry function, world-ping; the registry, which only derives its
+	// cursor key from it) get it through a CloudFormation dynamic
+	// reference, resolved at deploy, so the key is in no template, asset or
+	// source file. Empty: deliveries carry v1 only, and the registry keys
+	// its cursors per instance.
 	NetworkSigningKeySecret string
 	// Seed, when set, registers the fixtures at deploy (see Seeding).
 	Seed *Seeding

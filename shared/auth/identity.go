@@ -60,7 +60,7 @@ func PublicJWK(pub ed25519.PublicKey) JWK {
 }
 
 // PublicKey decodes the JWK's key, refusing anything but an Ed25519 OKP key
-// of 32 bytes.
+// of 32 bytes that passes CheckPublicKey.
 func (j JWK) PublicKey() (ed25519.PublicKey, error) {
 	if j.Kty != "OKP" || j.Crv != "Ed25519" {
 		return nil, errors.New("auth: JWK is not an Ed25519 key")
@@ -68,6 +68,9 @@ func (j JWK) PublicKey() (ed25519.PublicKey, error) {
 	b, err := base64.RawURLEncoding.DecodeString(j.X)
 	if err != nil || len(b) != ed25519.PublicKeySize {
 		return nil, errors.New("auth: JWK x is not a base64url 32-byte key")
+	}
+	if err := CheckPublicKey(b); err != nil {
+		return nil, err
 	}
 	return ed25519.PublicKey(b), nil
 }
@@ -88,7 +91,8 @@ func NewDirectory(keys ...ed25519.PublicKey) Directory {
 }
 
 // DecodePublicKey decodes the "public_key"/"publicKey" of a request body:
-// standard base64 (padding required) of exactly 32 bytes.
+// standard base64 (padding required) of exactly 32 bytes that pass
+// CheckPublicKey (the error wraps ErrUnsafeKey when they do not).
 func DecodePublicKey(s string) (ed25519.PublicKey, error) {
 	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil {
@@ -96,6 +100,9 @@ func DecodePublicKey(s string) (ed25519.PublicKey, error) {
 	}
 	if len(b) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("auth: public key is %d bytes, want %d", len(b), ed25519.PublicKeySize)
+	}
+	if err := CheckPublicKey(b); err != nil {
+		return nil, err
 	}
 	return ed25519.PublicKey(b), nil
 }

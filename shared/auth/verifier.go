@@ -23,7 +23,7 @@ type KeyLookup func(ctx context.Context, keyID string) (ed25519.PublicKey, error
 // the keyid, and the verifier then requires keyid to be pub's thumbprint.
 func BodyKey(pub ed25519.PublicKey) KeyLookup {
 	return func(context.Context, string) (ed25519.PublicKey, error) {
-		if len(pub) != ed25519.PublicKeySize {
+		if CheckPublicKey(pub) != nil {
 			return nil, ErrUnknownKey
 		}
 		return pub, nil
@@ -205,10 +205,14 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, key
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, unauthorized("unknown key")
 	}
+	if CheckPublicKey(pub) != nil {
+		// A key stored before the check, or a lookup that skipped it.
+		return nil, unauthorized("unsafe key: a small-order or non-canonical Ed25519 key")
+	}
 	if subtle.ConstantTimeCompare([]byte(KeyID(pub)), []byte(keyID)) != 1 {
 		return nil, unauthorized("keyid does not match the key")
 	}
-	if !ed25519.Verify(pub, base, sigValue.val.b) {
+	if !VerifySignature(pub, base, sigValue.val.b) {
 		return nil, unauthorized("signature does not verify")
 	}
 

@@ -20,8 +20,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/ident"
 )
 
 // MaxURLLength bounds a user-supplied URL.
@@ -85,10 +87,32 @@ var blocked = []struct {
 	{netip.MustParsePrefix("203.0.113.0/24"), "reserved"},
 	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved or broadcast"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "6to4 relay anycast"},
 	{netip.MustParsePrefix("::/128"), "unspecified"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64 local-use"},
 	{netip.MustParsePrefix("100::/64"), "discard"},
 	{netip.MustParsePrefix("2001:db8::/32"), "reserved"},
+	{netip.MustParsePrefix("2001:2::/48"), "benchmarking"},
+	// Transition ranges, refused whole rather than by the IPv4 address
+	// they carry. Each embeds an IPv4 address that a relay, tunnel or
+	// translator on the path may deliver to (6to4 in bits 16–47, Teredo
+	// its server in bits 32–63 and its client XOR-ed in the last 32,
+	// SIIT and IPv4-compatible in the last 32), and each carries it in its
+	// own layout, some of them obfuscated: checking the embedded address
+	// means one decoder per scheme that must be right, while refusing the
+	// range needs none. Nothing is lost: 6to4 (RFC 7526) and
+	// IPv4-compatible addresses (RFC 4291) are deprecated, Teredo is a
+	// client-side tunnel no webhook receiver is served from, and SIIT's
+	// translated form never appears in public DNS. The IPv4-mapped form
+	// (::ffff:0:0/96) is not here: the kernel dials it as the IPv4 address
+	// itself, so CheckAddr judges it as that address (Unmap); NAT64's
+	// 64:ff9b::/96 is not here either, because an IPv6-only network with
+	// DNS64 reaches every IPv4-only receiver through it: its embedded
+	// address is checked instead (embedding).
+	{netip.MustParsePrefix("2002::/16"), "6to4 (embeds an IPv4 address)"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo (embeds an IPv4 address)"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated (embeds an IPv4 address)"},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible (embeds an IPv4 address)"},
 	{netip.MustParsePrefix("fd00:ec2::254/128"), "cloud metadata"},
 	{netip.MustParsePrefix("fc00::/7"), "private"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
@@ -97,10 +121,10 @@ var blocked = []struct {
 }
 
 // Embedding prefixes: an IPv6 address in them carries an IPv4 address in its
-// last 32 bits that some networks route to (IPv4-compatible, NAT64), so the
-// embedded address is checked too.
+// last 32 bits that the network routes to (NAT64's well-known prefix), so
+// the embedded address is checked too. The other transition ranges are
+// refused whole (blocked).
 var embedding = []netip.Prefix{
-	netip.MustParsePrefix("::/96"),
 	netip.MustParsePrefix("64:ff9b::/96"),
 }
 
@@ -111,7 +135,7 @@ func CheckAddr(a netip.Addr, o Options) error {
 		return &BlockedError{Addr: a, Reason: "invalid address"}
 	}
 	a = a.Unmap().WithZone("")
-	// Loopback first: ::1 also lies in ::/96 below.
+	// Loopback first: ::1 also lies in ::/96, refused below.
 	if a.IsLoopback() {
 		if o.AllowLoopback {
 			return nil
@@ -185,14 +209,24 @@ func NewClient(o Options) *http.Client {
 
 // ValidateURL parses a user-supplied URL and refuses what the client must
 // never be pointed at, before anything is stored: longer than MaxURLLength,
-// not absolute, a scheme other than https (or http with AllowHTTP), user
-// info, a fragment, no host, a literal address CheckAddr refuses, or a
+// invalid UTF-8 or holding a character ident.UnsafeRune refuses, not
+// absolute, a scheme other than https (or http with AllowHTTP), user
+// info, a fragment, no host, a host that is not ASCII, a numeric host other
+// than a dotted-decimal IPv4 address (numericHost), a literal address CheckAddr refuses, or a
 // localhost name without AllowLoopback. Names are not resolved here (the
 // dialer checks what they resolve to at each connection). Errors are
 // Invalid *apierror.Error.
 func ValidateURL(raw string, o Options) (*url.URL, error) {
 	if len(raw) > MaxURLLength {
 		return nil, apierror.New(apierror.Invalid, "url is longer than %d characters", MaxURLLength)
+	}
+	if !utf8.ValidString(raw) {
+		return nil, apierror.New(apierror.Invalid, "url must be valid UTF-8")
+	}
+	if c, bad := ident.UnsafeRune(raw); bad {
+		// url.Parse refuses ASCII controls but keeps U+202E and U+200B,
+		// which make a URL read as another.
+		return nil, apierror.New(apierror.Invalid, "%s", ident.UnsafeRuneError("url", c))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -214,6 +248,23 @@ func ValidateURL(raw string, o Options) (*url.URL, error) {
 		return nil, apierror.New(apierror.Invalid, "url has no host")
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	for i := 0; i < len(host); i++ {
+		if host[i] >= 0x80 {
+			// IDNA maps fullwidth digits and ideographic full stops to
+			// ASCII ("１２７。０。０。１" is 127.0.0.1 to a browser or a
+			// proxy), so a Unicode host could be an address in disguise;
+			// Go's resolver looks such names up unmapped, so none works
+			// today anyway. An internationalized name is written xn--.
+			return nil, apierror.New(apierror.Invalid, "url host must be ASCII; write an internationalized name in its xn-- (punycode) form")
+		}
+	}
+	if numericHost(host) {
+		if _, err := netip.ParseAddr(host); err != nil {
+			// Only the dotted-decimal form of four parts is an address
+			// here; the others are refused whoever would resolve them.
+			return nil, apierror.New(apierror.Invalid, "url host is a numeric form of an IPv4 address other than a.b.c.d; write the address as four decimal parts, or use a name")
+		}
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if err := CheckAddr(a, o); err != nil {
 			return nil, apierror.New(apierror.Invalid, "url host is a refused address (%s)", err.(*BlockedError).Reason)
@@ -228,6 +279,44 @@ func ValidateURL(raw string, o Options) (*url.URL, error) {
 		}
 	}
 	return u, nil
+}
+
+// numericHost reports whether host (lower case, no trailing dot, not an
+// IPv6 literal) is one that some resolver reads as an IPv4 address rather
+// than a name: its last label is all decimal digits, or 0x and hex digits.
+// That is the WHATWG URL standard's "ends in a number" rule, which covers
+// every form inet_aton(3) accepts — one to four parts, each decimal, octal
+// with a leading 0, or hex with 0x: "127.1", "2130706433", "0x7f000001",
+// "0177.0.0.1", "0". Go's resolver would look such a host up as a name
+// and the dialer would still judge what it reached, but a proxy, a
+// browser-based client or a libc resolver on the way reads it as the
+// address, so the rule refuses it when the URL is given instead of relying
+// on how it fails to resolve. No top-level domain is numeric, so no name
+// is lost.
+func numericHost(host string) bool {
+	if strings.Contains(host, ":") {
+		return false // an IPv6 literal (brackets already removed)
+	}
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if last == "" {
+		return false
+	}
+	digits := last
+	if strings.HasPrefix(last, "0x") {
+		digits = last[2:]
+		for i := 0; i < len(digits); i++ {
+			if !strings.ContainsRune("0123456789abcdef", rune(digits[i])) {
+				return false
+			}
+		}
+		return true // "0x" alone is 0 to inet_aton
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // schemeCheck refuses plain http unless allowed: ValidateURL refuses it

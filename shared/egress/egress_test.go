@@ -370,3 +370,80 @@ func dnsAnswer(q []byte, name string, a [4]byte) []byte {
 	}
 	return resp
 }
+
+// TestValidateURLRefusesNumericHosts is the repro of numeric hostnames
+// being accepted and failing only because they did not resolve: every
+// form a resolver may read as an IPv4 address, other than a.b.c.d, is
+// refused by rule, in cloud and harness mode alike.
+func TestValidateURLRefusesNumericHosts(t *testing.T) {
+	for _, h := range []string{"127.1", "2130706433", "0x7f000001", "0177.0.0.1", "0", "0x", "0X7F.1",
+		"127.0.1", "10.1", "0xa9.0xfe.0xa9.0xfe", "017700000001", "1.2.3.4.5", "127.0.0.01", "example.0x1",
+		"example.123", "8.8.8.010", "8.8.2056"} {
+		for name, o := range map[string]egress.Options{"cloud": {}, "harness": harness} {
+			_, err := egress.ValidateURL("https://"+h+"/hook", o)
+			if apierror.KindOf(err) != apierror.Invalid || !strings.Contains(err.Error(), "numeric") {
+				t.Errorf("%s mode, host %q: %v, want Invalid naming the numeric form", name, h, err)
+			}
+		}
+	}
+	// A Unicode host that IDNA maps to a numeric one (fullwidth digits,
+	// ideographic full stops), and so any Unicode host, is refused.
+	for _, h := range []string{"１２７.０.０.１", "127。0。0。1", "ｌｏｃａｌｈｏｓｔ", "müller.de"} {
+		if _, err := egress.ValidateURL("https://"+h+"/hook", egress.Options{}); apierror.KindOf(err) != apierror.Invalid {
+			t.Errorf("Unicode host %q: %v, want Invalid", h, err)
+		}
+	}
+	for _, h := range []string{"8.8.8.8", "example.com", "1e100.net", "0x7f000001.example", "123.example.org", "xn--80ak6aa92e.com"} {
+		if _, err := egress.ValidateURL("https://"+h+"/hook", egress.Options{}); err != nil {
+			t.Errorf("host %q refused: %v", h, err)
+		}
+	}
+}
+
+// TestCheckAddrRefusesTransitionRanges is the repro of 6to4, Teredo and
+// IPv4-translated addresses passing CheckAddr: they are refused whole,
+// whatever IPv4 address they carry; NAT64 stays judged by the address it
+// embeds.
+func TestCheckAddrRefusesTransitionRanges(t *testing.T) {
+	for _, s := range []string{
+		"2002:7f00:1::", "2002:808:808::1", // 6to4 of loopback, and even of a public address
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::1", // Teredo
+		"::ffff:0:7f00:1", "::ffff:0:808:808", // IPv4-translated (SIIT)
+		"::7f00:1", "::808:808", // IPv4-compatible
+		"2001:2::1",          // benchmarking
+		"64:ff9b::7f00:1",    // NAT64 of loopback
+		"64:ff9b::a9fe:a9fe", // NAT64 of the metadata address
+		"192.88.99.1",        // 6to4 relay anycast
+	} {
+		for name, o := range map[string]egress.Options{"cloud": cloud, "harness": harness} {
+			if name == "harness" && s == "64:ff9b::7f00:1" {
+				continue // judged as 127.0.0.1, which the harness may reach
+			}
+			if err := egress.CheckAddr(netip.MustParseAddr(s), o); !errors.Is(err, egress.ErrBlocked) {
+				t.Errorf("%s mode allows %s", name, s)
+			}
+		}
+		if _, err := egress.ValidateURL("https://["+s+"]/", egress.Options{}); err == nil && strings.Contains(s, ":") {
+			t.Errorf("ValidateURL accepts [%s]", s)
+		}
+	}
+	for _, s := range []string{"64:ff9b::808:808", "::ffff:8.8.8.8", "2606:4700:4700::1111", "2001:4860:4860::8888"} {
+		if err := egress.CheckAddr(netip.MustParseAddr(s), cloud); err != nil {
+			t.Errorf("cloud mode refuses %s: %v", s, err)
+		}
+	}
+}
+
+// TestValidateURLRefusesDeceivingCharacters: a webhook URL with U+202E
+// (right-to-left override) or U+200B (zero-width space) was accepted, as
+// url.Parse keeps them; they make a URL read as another.
+func TestValidateURLRefusesDeceivingCharacters(t *testing.T) {
+	for _, u := range []string{"https://example.com/\u202e", "https://exa\u200bmple.com/", "https://example.com/a\u2066b", "https://example.com/\xff"} {
+		if _, err := egress.ValidateURL(u, egress.Options{}); apierror.KindOf(err) != apierror.Invalid {
+			t.Errorf("%q: %v, want Invalid", u, err)
+		}
+	}
+	if _, err := egress.ValidateURL("https://example.com/caf\u00e9", egress.Options{}); err != nil {
+		t.Errorf("a plain non-ASCII path refused: %v", err)
+	}
+}

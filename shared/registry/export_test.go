@@ -17,5 +17,7 @@ func SeedActions(a Agent, now time.Time) []store.Action {
 	acts := r.rewrite(a, 1, nil, nil)
 	return append(acts, store.Put(KeyKey(a.KeyID), store.Item{
 		attrType: store.S(TypeKey), attrKeyID: store.S(a.KeyID), attrPublicKey: store.B(a.PublicKey), attrName: store.S(a.Name),
+	}), store.Put(SkeletonKey(a.Name), store.Item{
+		attrType: store.S(TypeSkeleton), attrName: store.S(a.Name), attrKeyID: store.S(a.KeyID),
 	}))
 }

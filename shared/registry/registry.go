@@ -11,6 +11,7 @@
 //	profile     AGENT#<name>     PROFILE     AGENTS#<status>           <name>   agent
 //	capability  AGENT#<name>     CAP#<cap>   CAP#<cap>#<status>        <name>   agentcap
 //	key         KEY#<keyid>      KEY         —                         —        agentkey
+//	skeleton    SKEL#<skeleton>  SKEL        —                         —        agentskel
 //
 // The profile and each capability item carry the whole profile (name,
 // description, endpoint, capabilities, publicKey, keyId, status,
@@ -19,18 +20,28 @@
 // "offline": presence moves every item of an agent from one partition to
 // the other. The key item binds a keyid to its public key and to the one
 // name it registers (one key is one agent, DESIGN §5/§7): the key
-// directory and NameForKey read it with one Get.
+// directory and NameForKey read it with one Get. The skeleton item binds a
+// name's confusable skeleton (ident.Skeleton: "a2awire-c1ean" and
+// "a2awire-clean" share one) to the keyid that holds it and the name that
+// took it, so that no other key can take a name that reads the same.
 //
 // # Writes
 //
 // Register and SetPresence read the profile (1 Get) and rewrite all the
 // agent's items in one store.Write: the profile, one Put per capability, a
-// Delete per capability the update dropped, and on first registration the
-// key item — at most 1 + 32 + 32 actions. Conditions make it race-safe: a
-// first registration puts the profile only if it is absent (of any number
-// of racing first registrations one wins, the others get 409 name_taken
-// from the item in the way) and the key item only if it is absent or
-// already names the agent (409 key_taken otherwise); an update or presence
+// Delete per capability the update dropped, on first registration the key
+// item, and (Register only) the skeleton item — at most 1 + 32 + 32 + 1
+// actions.
+// Conditions make it race-safe: a first registration puts the profile only
+// if it is absent (of any number of racing first registrations one wins,
+// the others get 409 name_taken from the item in the way), the key item
+// only if it is absent or already names the agent (409 key_taken
+// otherwise), and the skeleton item only if it is absent or held by the
+// same keyid (409 name_confusable otherwise): two keys racing for
+// "a2awire-c1ean" and "a2awire-clean" cannot both win, as the condition is
+// in the write, not in a read before it. An update rewrites the skeleton
+// item under the same condition, which fills it in for names registered
+// before skeletons were kept. An update or presence
 // change requires the profile's rev to be the one read, so two racing
 // updates by the owner cannot leave a dropped capability's item behind
 // (the loser reads again and retries).
@@ -43,8 +54,9 @@
 // limit+1 items. status "any" lists the online partition, then the offline
 // one, still reading at most limit+1 items in at most two Queries. Cursors
 // are the registry's own: the partition and the last name, sealed with an
-// HMAC over the filter, so a tampered cursor, or one of another filter, is
-// refused (400). gsi1 is eventually consistent on DynamoDB: an agent
+// HMAC over the filter under a key derived from the deploy's secret
+// (WithCursorSecret), so a tampered cursor, one of another filter, or one
+// sealed elsewhere is refused (400). gsi1 is eventually consistent on DynamoDB: an agent
 // registered a moment ago may take a moment to be discoverable; Get reads
 // the profile strongly consistently.
 //
@@ -52,7 +64,10 @@
 //
 // Every error is an *apierror.Error: invalid input → Invalid naming the
 // field; a taken name → Conflict "name_taken"; a key already bound to
-// another name → Conflict "key_taken"; presence by another key → Forbidden;
+// another name → Conflict "key_taken"; a name whose skeleton another key
+// holds → Conflict "name_confusable"; a name under ReservedPrefix by any
+// key but the SharedKey → Forbidden "name_reserved"; presence by another
+// key → Forbidden;
 // missing → NotFound. store.ErrUnavailable or a context that ran out →
 // Unavailable with Retry-After 1 s; any other store failure → Internal, its
 // text in Err only.
@@ -69,6 +84,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -108,7 +124,13 @@ const (
 	TypeProfile    = "agent"
 	TypeCapability = "agentcap"
 	TypeKey        = "agentkey"
+	TypeSkeleton   = "agentskel"
 )
+
+// ReservedPrefix starts the names of the network's own agents (the
+// fixtures): only the SharedKey registers a name whose skeleton starts
+// with its skeleton (so "a2avvire-x" is reserved too).
+const ReservedPrefix = "a2awire-"
 
 const (
 	agentPrefix = "AGENT#"
@@ -116,6 +138,8 @@ const (
 	capSKPrefix = "CAP#"
 	keyPrefix   = "KEY#"
 	keySK       = "KEY"
+	skelPrefix  = "SKEL#"
+	skelSK      = "SKEL"
 	listPrefix  = "AGENTS#"
 	capPrefix   = "CAP#"
 
@@ -210,25 +234,36 @@ func SharedKey(key ed25519.PublicKey) Option {
 	return func(r *Registry) { r.shared = append(ed25519.PublicKey(nil), key...) }
 }
 
-// WithCursorSecret keys discovery cursors. Cursors only point inside a
-// listing anyone may read, so the MAC guards integrity, not secrecy; every
-// instance serving one table should share the secret (a default otherwise).
+// WithCursorSecret keys discovery cursors with a key derived from secret
+// (store.DeriveKey under cursorLabel): the deploy's secret in the cloud,
+// the harness's key file locally. Every instance serving one table must
+// share it for a cursor to work on the instance that serves the next page.
+// Without it the key is random, this Registry's own: cursors then fail
+// (400, start again) when the next page reaches another instance, which is
+// safe, where a key in the source would let anyone seal a cursor.
 func WithCursorSecret(secret []byte) Option {
 	return func(r *Registry) {
 		if len(secret) > 0 {
-			r.secret = append([]byte(nil), secret...)
+			r.secret = store.DeriveKey(secret, cursorLabel)
 		}
 	}
 }
+
+// cursorLabel separates the registry's cursor key from other keys derived
+// from the same secret (the store's).
+const cursorLabel = "a2awire registry cursor v1"
 
 // New returns a Registry over st.
 func New(st store.Store, opts ...Option) *Registry {
 	if st == nil {
 		panic("registry: nil store")
 	}
-	r := &Registry{store: st, now: time.Now, secret: []byte("a2awire registry cursor v1")}
+	r := &Registry{store: st, now: time.Now}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.secret == nil {
+		r.secret = store.DeriveKey(nil, cursorLabel) // random
 	}
 	return r
 }
@@ -251,11 +286,16 @@ func capPK(capability string, s Status) string { return capPrefix + capability +
 // online); the same key later updates description, endpoint and
 // capabilities (created = false; presence and registeredAt kept); another
 // key gets Conflict "name_taken". A key may register one name only
-// (Conflict "key_taken"). Cost: 1 Get and 1 Write (a TransactWriteItems of
-// 2 + capabilities actions on creation, 1 + new + dropped capabilities on
-// update), more only when racing writers force a retry.
+// (Conflict "key_taken"), and a name that reads like one another key holds
+// is refused (Conflict "name_confusable"; ident.Skeleton). Cost: 1 Get and
+// 1 Write (a TransactWriteItems of 3 + capabilities actions on creation,
+// 2 + new + dropped capabilities on update: the skeleton item is one), more
+// only when racing writers force a retry.
 func (r *Registry) Register(ctx context.Context, a Agent) (Agent, bool, error) {
 	if err := r.validate(&a); err != nil {
+		return Agent{}, false, err
+	}
+	if err := r.checkReserved(a); err != nil {
 		return Agent{}, false, err
 	}
 	a.KeyID, a.AWNID = auth.KeyID(a.PublicKey), auth.AWNID(a.PublicKey)
@@ -269,7 +309,12 @@ func (r *Registry) Register(ctx context.Context, a Agent) (Agent, bool, error) {
 			next := a
 			next.Status, next.RegisteredAt, next.UpdatedAt = cur.Status, cur.RegisteredAt, r.now().UTC()
 			acts := r.rewrite(next, rev+1, cur.Capabilities, store.Eq(attrRev, store.N(rev)))
+			acts = append(acts, skeletonPut(a))
 			if _, err := r.store.Write(ctx, acts...); err != nil {
+				var cf *store.ConditionFailedError
+				if errors.As(err, &cf) && cf.Action == len(acts)-1 {
+					return Agent{}, false, nameConfusable(a.Name, cf.Item)
+				}
 				if errors.Is(err, store.ErrConditionFailed) {
 					continue // another write of this agent came first: read again
 				}
@@ -290,12 +335,16 @@ func (r *Registry) Register(ctx context.Context, a Agent) (Agent, bool, error) {
 			attrPublicKey: store.B(a.PublicKey),
 			attrName:      store.S(a.Name),
 		}).When(r.keyCondition(a)).OnFailReturn())
+		keyAt := len(acts) - 1
+		acts = append(acts, skeletonPut(a))
 		_, err = r.store.Write(ctx, acts...)
 		var cf *store.ConditionFailedError
 		switch {
 		case err == nil:
 			return next, true, nil
 		case errors.As(err, &cf) && cf.Action == len(acts)-1:
+			return Agent{}, false, nameConfusable(a.Name, cf.Item)
+		case errors.As(err, &cf) && cf.Action == keyAt:
 			owner := "another agent"
 			if cf.Item != nil {
 				owner = "agent " + apierror.Quote(cf.Item.Str(attrName))
@@ -327,6 +376,47 @@ func (r *Registry) keyCondition(a Agent) store.Cond {
 	}
 	return store.Or(store.ItemAbsent(), store.Eq(attrName, store.S(a.Name)))
 }
+
+// SkeletonKey is the key of the skeleton item of name (ident.Skeleton).
+func SkeletonKey(name string) store.Key {
+	return store.Key{PK: skelPrefix + ident.Skeleton(name), SK: skelSK}
+}
+
+// skeletonPut claims a.Name's skeleton for a's keyid: only if no key holds
+// it yet or a's key already does (its own name, or, for the SharedKey,
+// another of its names).
+func skeletonPut(a Agent) store.Action {
+	return store.Put(SkeletonKey(a.Name), store.Item{
+		attrType:  store.S(TypeSkeleton),
+		attrName:  store.S(a.Name),
+		attrKeyID: store.S(a.KeyID),
+	}).When(store.Or(store.ItemAbsent(), store.Eq(attrKeyID, store.S(a.KeyID)))).OnFailReturn()
+}
+
+func nameConfusable(name string, held store.Item) *apierror.Error {
+	other := "a name registered to another key"
+	if held != nil && held.Str(attrName) != "" {
+		other = apierror.Quote(held.Str(attrName)) + ", registered to another key"
+	}
+	return &apierror.Error{Kind: apierror.Conflict, Code: "name_confusable",
+		Message: "the name " + apierror.Quote(name) + " reads the same as " + other + "; choose a name that does not"}
+}
+
+// checkReserved refuses a name under ReservedPrefix (or one that reads the
+// same) unless a's key is the SharedKey, the network's own.
+func (r *Registry) checkReserved(a Agent) error {
+	if !strings.HasPrefix(ident.Skeleton(a.Name), reservedSkeleton) {
+		return nil
+	}
+	if r.shared != nil && a.PublicKey.Equal(r.shared) {
+		return nil
+	}
+	return &apierror.Error{Kind: apierror.Forbidden, Code: "name_reserved",
+		Message: "names starting with " + apierror.Quote(ReservedPrefix) + " (or reading like it) are reserved for the network's own agents"}
+}
+
+// reservedSkeleton is ReservedPrefix's skeleton: "a2avvire-".
+var reservedSkeleton = ident.Skeleton(ReservedPrefix)
 
 func nameTaken(name string) *apierror.Error {
 	return &apierror.Error{Kind: apierror.Conflict, Code: "name_taken",
@@ -673,6 +763,9 @@ func (r *Registry) validate(a *Agent) error {
 	if !utf8.ValidString(a.Description) {
 		return invalid("description must be valid UTF-8")
 	}
+	if c, bad := ident.UnsafeRune(a.Description); bad {
+		return invalid("%s", ident.UnsafeRuneError("description", c))
+	}
 	if n := utf8.RuneCountInString(a.Description); n > MaxDescriptionLen {
 		return invalid("description must be at most %d characters, not %d", MaxDescriptionLen, n)
 	}
@@ -696,6 +789,9 @@ func (r *Registry) validate(a *Agent) error {
 	if len(a.PublicKey) != ed25519.PublicKeySize {
 		return invalid("public key must be %d bytes, not %d", ed25519.PublicKeySize, len(a.PublicKey))
 	}
+	if err := auth.CheckPublicKey(a.PublicKey); err != nil {
+		return invalid("public key must be a safe Ed25519 public key (not small-order, canonically encoded)")
+	}
 	a.PublicKey = append(ed25519.PublicKey(nil), a.PublicKey...)
 	return nil
 }
@@ -708,8 +804,14 @@ func (r *Registry) validEndpoint(e string) error {
 	if r.insecure {
 		want = "an absolute https:// or http:// URL"
 	}
+	if !utf8.ValidString(e) {
+		return apierror.New(apierror.Invalid, "endpoint must be valid UTF-8")
+	}
+	if c, bad := ident.UnsafeRune(e); bad {
+		return apierror.New(apierror.Invalid, "%s", ident.UnsafeRuneError("endpoint", c))
+	}
 	u, err := url.Parse(e)
-	if err != nil || !utf8.ValidString(e) || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
 		return apierror.New(apierror.Invalid, "endpoint must be %s; got %s", want, apierror.Quote(e))
 	}
 	if u.Scheme != "https" && !(r.insecure && u.Scheme == "http") {

@@ -201,8 +201,10 @@ var functions = []Function{
 		Env: map[string]string{"TRANSLATOR_LLM_URL": "", "TRANSLATOR_LLM_MODEL": ""}},
 	// NETWORK_PUBLIC_KEY (std base64) is the network's public signing key,
 	// BASE_URL the URL the Agent Card names; empty means none / the request's.
+	// NETWORK_SIGNING_KEY, filled by the deploy from its secret, keys the
+	// discovery cursors (a key derived from it; nothing is signed).
 	{Name: "registry", Builder: "functions/registry/registryapi.Build", MemoryMB: 256, TimeoutSeconds: 10,
-		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": ""}},
+		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": ""}},
 	// No routes: the deploy runs it as the fixtures' registration (a
 	// CloudFormation custom resource, infra/stack Seeding), which writes
 	// the registry's items; 20 s covers five registrations and retries.

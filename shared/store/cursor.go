@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -22,21 +23,43 @@ type Position struct {
 // bound to its query (index, partition, sort condition, direction) and
 // carries an HMAC, so a tampered cursor, or one from another query, is
 // refused with ErrBadCursor instead of starting a read somewhere else.
+//
+// The HMAC key is secret: a cursor anyone could seal (a key in the source)
+// would let a client start a read at any key of the partition its query
+// names, skipping a filter the caller applies between pages. With a
+// secret (the deploy's, or the harness's key file), the key is derived
+// from it under cursorLabel, so it is never the secret itself and never
+// the key of another use of the same secret (the registry's cursors have
+// their own label). Without one, the key is random, this instance's own:
+// its cursors are then good on this store value only, which is every use
+// today (no route hands a store cursor to a client; the loops that page
+// through a query run within one request).
 type Cursors struct{ key []byte }
 
-// defaultCursorSecret keys cursors when the deployment sets no secret of its
-// own. Cursors only ever point inside a query the caller may run anyway, so
-// the MAC guards integrity, not secrecy.
-const defaultCursorSecret = "a2awire store cursor v1"
+// cursorLabel separates the store's cursor key from any other key derived
+// from the same secret.
+const cursorLabel = "a2awire store cursor v1"
 
-// NewCursors returns a codec keyed by secret (a default when empty).
-// Engines serving the same table must share the secret for cursors to
-// travel between them (Lambda instances do: it comes from the environment).
+// NewCursors returns a codec keyed by secret, or by a random key when
+// secret is empty. Engines serving the same table must share the secret
+// for cursors to travel between them.
 func NewCursors(secret []byte) Cursors {
+	return Cursors{key: DeriveKey(secret, cursorLabel)}
+}
+
+// DeriveKey returns the 32-byte key that label names under secret:
+// HMAC-SHA256(secret, label), a PRF keyed by the secret (HKDF's expand
+// step for one block). An empty secret gives a random key instead, from
+// crypto/rand, which never fails on the platforms Go supports.
+func DeriveKey(secret []byte, label string) []byte {
 	if len(secret) == 0 {
-		secret = []byte(defaultCursorSecret)
+		k := make([]byte, sha256.Size)
+		_, _ = rand.Read(k)
+		return k
 	}
-	return Cursors{key: append([]byte(nil), secret...)}
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte(label))
+	return h.Sum(nil)
 }
 
 // Encode returns the cursor continuing q after p.

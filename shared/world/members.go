@@ -147,6 +147,9 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if len(pub) != ed25519.PublicKeySize {
 		return Member{}, false, invalid("publicKey must be %d bytes, not %d", ed25519.PublicKeySize, len(pub))
 	}
+	if err := auth.CheckPublicKey(pub); err != nil {
+		return Member{}, false, invalid("publicKey must be a safe Ed25519 public key (not small-order, canonically encoded)")
+	}
 	md, err := jsonObject("metadata", metadata, MaxMetadataBytes)
 	if err != nil {
 		return Member{}, false, err

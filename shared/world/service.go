@@ -166,6 +166,9 @@ func validateManifest(m *Manifest) error {
 		if n := utf8.RuneCountInString(f.v); n > f.max {
 			return invalid("%s must be at most %d characters, not %d", f.field, f.max, n)
 		}
+		if c, bad := ident.UnsafeRune(f.v); bad {
+			return invalid("%s", ident.UnsafeRuneError(f.field, c))
+		}
 	}
 	if len(m.Actions) > MaxActions {
 		return invalid("actions must list at most %d actions, not %d", MaxActions, len(m.Actions))
@@ -184,6 +187,9 @@ func validateManifest(m *Manifest) error {
 		}
 		if n := utf8.RuneCountInString(a.Description); n > MaxActionDescriptionLen {
 			return invalid("the description of action %s must be at most %d characters, not %d", apierror.Quote(a.Name), MaxActionDescriptionLen, n)
+		}
+		if c, bad := ident.UnsafeRune(a.Description); bad {
+			return invalid("%s", ident.UnsafeRuneError("the description of action "+apierror.Quote(a.Name), c))
 		}
 	}
 	m.Actions = append([]ActionSpec{}, m.Actions...)
@@ -240,6 +246,9 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 	}
 	if len(signer) != ed25519.PublicKeySize {
 		return Manifest{}, false, invalid("publicKey must be %d bytes, not %d", ed25519.PublicKeySize, len(signer))
+	}
+	if err := auth.CheckPublicKey(signer); err != nil {
+		return Manifest{}, false, invalid("publicKey must be a safe Ed25519 public key (not small-order, canonically encoded)")
 	}
 	keyID := auth.KeyID(signer)
 	forbidden := apierror.New(apierror.Forbidden, "world %s belongs to another key; only its owner may change it", apierror.Quote(m.ID))

@@ -81,6 +81,9 @@ func bodyKey(body []byte) (ed25519.PublicKey, error) {
 		return nil, access.ErrNoBodyKey
 	}
 	pub, err := auth.DecodePublicKey(*in.PublicKey)
+	if errors.Is(err, auth.ErrUnsafeKey) {
+		return nil, apierror.New(apierror.Invalid, "publicKey must be a safe Ed25519 public key (not small-order, canonically encoded)")
+	}
 	if err != nil {
 		return nil, apierror.New(apierror.Invalid, "publicKey must be the standard base64 of a 32-byte Ed25519 public key")
 	}

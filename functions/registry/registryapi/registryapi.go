@@ -56,6 +56,11 @@ type Options struct {
 	// AllowInsecureEndpoints lets agents register http:// endpoints (the
 	// local harness).
 	AllowInsecureEndpoints bool
+	// CursorSecret keys discovery cursors (registry.WithCursorSecret): the
+	// network's signing key, the deploy's secret in the cloud and the
+	// harness's key file locally, so that every instance accepts the
+	// cursors of the others. Empty: a random key per instance.
+	CursorSecret []byte
 	// Now is the clock of the verifier and the registry; nil means
 	// time.Now.
 	Now func() time.Time
@@ -100,6 +105,7 @@ func New(o Options) (http.Handler, error) {
 		// key registers one name.
 		opts = append(opts, registry.SharedKey(o.NetworkKey))
 	}
+	opts = append(opts, registry.WithCursorSecret(o.CursorSecret))
 	h := &handler{
 		log:        o.Log,
 		reg:        registry.New(o.Store, opts...),
@@ -162,6 +168,9 @@ func registerKey(body []byte) (ed25519.PublicKey, error) {
 		return nil, apierror.New(apierror.Invalid, "public_key is required")
 	}
 	pub, err := auth.DecodePublicKey(b.PublicKey)
+	if errors.Is(err, auth.ErrUnsafeKey) {
+		return nil, apierror.New(apierror.Invalid, "public_key must be a safe Ed25519 public key (not small-order, canonically encoded)")
+	}
 	if err != nil {
 		return nil, apierror.New(apierror.Invalid, "public_key must be the standard base64 of a 32-byte Ed25519 key")
 	}
