@@ -68,6 +68,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/ident"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -88,10 +89,12 @@ const (
 	// DefaultLimit and MaxLimit bound the messages of one Read.
 	DefaultLimit = 50
 	MaxLimit     = 100
-	// MaxReadBytes bounds the content one Read returns (at least one
-	// message is always returned): 100 messages of 64 KiB would not fit in
-	// a Lambda response (6 MB), and a consumed message that cannot be
-	// delivered would be lost. The rest waits for the next Read.
+	// MaxReadBytes is the default ReadOptions.MaxBytes: how many bytes the
+	// messages of one Read may take in the answer that carries them, as
+	// the client receives it (ReadOptions.Size). 100 messages of 64 KiB
+	// would not fit in a Lambda response (6 MiB), and a consumed message
+	// that cannot be delivered would be lost. The rest waits for the next
+	// Read.
 	MaxReadBytes = 4 << 20
 	// TTL is how long a message waits in an inbox before it expires.
 	TTL = 7 * 24 * time.Hour
@@ -143,6 +146,28 @@ type ReadOptions struct {
 	// Limit is the most messages returned: 0 means DefaultLimit; 1 to
 	// MaxLimit are accepted.
 	Limit int
+	// Size is how many bytes m adds to the answer that carries the read,
+	// as the client receives it. Nil measures m's JSON (Message's tags)
+	// as it travels inside the Lambda proxy response's body string
+	// (lambdahttp.EscapedLen), plus a separator. A route passes its own,
+	// exact measure of what it writes.
+	Size func(m Message) int
+	// MaxBytes bounds the sum of Size over the messages returned; the
+	// first message is returned whatever its size (one message of 64 KiB
+	// takes at most about 460 KB however it escapes). 0 means
+	// MaxReadBytes.
+	MaxBytes int
+}
+
+// defaultSize is ReadOptions.Size when none is given.
+func defaultSize(m Message) int {
+	b, err := json.Marshal(m)
+	if err != nil {
+		// Strings, a time and valid JSON content always encode; count
+		// the stored bytes at their worst escaping rather than fail.
+		return 7*(len(m.Content)+len(m.ContentType)) + 256
+	}
+	return lambdahttp.EscapedLen(b) + len(",")
 }
 
 // Inbox sends and reads direct messages over a store. It holds no mutable
@@ -361,9 +386,11 @@ func decode(it store.Item) (Message, error) {
 
 // Read returns awnID's messages in world, oldest first: at most o.Limit of
 // the visible inbox (the newest MaxMessages unexpired messages) sent after
-// o.Since, and no more content than MaxReadBytes. Unless o.Peek it
-// consumes them, exactly once: two concurrent readers never both get a
-// message. A consuming Read whose delete Write fails is an error and
+// o.Since, and no more of them than fit in o.MaxBytes as o.Size measures
+// them (by default, as the Lambda proxy response carries them). Unless
+// o.Peek it consumes them — exactly those it returns, so what does not fit
+// waits for the next Read — exactly once: two concurrent readers never
+// both get a message. A consuming Read whose delete Write fails is an error and
 // returns nothing; if that Write's outcome is unknown (the connection
 // failed in flight), its messages may be gone: exactly once is kept by
 // never returning a message that may also have gone to someone else. See
@@ -379,6 +406,13 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 	if !world.ValidID(w) || !world.ValidAWNID(awnID) {
 		return nil, notJoined() // no such id can have joined
 	}
+	size, budget := o.Size, o.MaxBytes
+	if size == nil {
+		size = defaultSize
+	}
+	if budget <= 0 {
+		budget = MaxReadBytes
+	}
 	pk := world.InboxPK(w, awnID)
 	for attempt := range maxAttempts {
 		if attempt > 0 {
@@ -392,16 +426,17 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 			return nil, err
 		}
 		picked := make([]Message, 0, limit)
-		size := 0
+		used := 0
 		for _, m := range visible {
 			if !o.Since.IsZero() && !m.SentAt.After(o.Since) {
 				continue
 			}
-			if len(picked) == limit || len(picked) > 0 && size+len(m.Content) > MaxReadBytes {
+			n := size(m)
+			if len(picked) == limit || len(picked) > 0 && used+n > budget {
 				break
 			}
 			picked = append(picked, m)
-			size += len(m.Content)
+			used += n
 		}
 		if o.Peek {
 			return picked, nil
