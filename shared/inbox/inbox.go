@@ -229,7 +229,7 @@ type received struct {
 // name, ^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$ (package ident: no regular
 // expression to compile at a cold start; the tests hold isMediaType to the
 // whole expression). Parameters are checked by mime.ParseMediaType.
-var mediaTypeName = ident.Shape{First: ident.Of("A-Za-z0-9"), Rest: ident.Of("A-Za-z0-9!#$&^_.+-"), Min: 1, Max: 127}
+var mediaTypeName = ident.MediaTypeName
 
 // isMediaType reports whether base is type/subtype of RFC 6838 names.
 func isMediaType(base string) bool {
