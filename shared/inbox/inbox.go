@@ -31,9 +31,9 @@
 //
 // # Costs
 //
-// Send is one write request: a TransactWriteItems of a ConditionCheck that
-// the recipient is a member, the Put of the message and the Put of its
-// event. Read is one Query (backward, newest first, at most 101 items: the
+// Send is one write request: a TransactWriteItems of ConditionChecks that
+// the recipient and the sender are members, the Put of the message and
+// the Put of its event. Read is one Query (backward, newest first, at most 101 items: the
 // visible 100 and one that shows whether any were dropped; more pages only
 // when those items exceed 1 MB), and a consuming Read adds one write: a
 // DeleteItem for one message, a TransactWriteItems of one conditional
@@ -237,16 +237,17 @@ func isMediaType(base string) bool {
 	return ok && mediaTypeName.Match(typ) && mediaTypeName.Match(sub)
 }
 
-// Send stores a message from → to (both awnIds; the caller has
-// authenticated from as a member) in world's inbox of to, with its private
+// Send stores a message from → to (both awnIds) in world's inbox of to, with its private
 // message.received event {messageId, from, contentType, preview} for to,
 // in one Write. A malformed world or sender is NotJoined and a malformed
 // recipient NotFound, without a store call. content is any JSON value but null (at most
 // MaxContentBytes; stored compacted); contentType defaults to
 // DefaultContentType and must look like a MIME type. A recipient that is
-// not a member of world → NotFound. Cost: one TransactWriteItems (a
-// ConditionCheck of the recipient's member item, the message Put and the
-// event Put).
+// not a member of world → NotFound; a sender that is not one when the
+// message is written (its leave raced the send) → NotJoined: both are
+// conditions of the Write itself, not of a check before it. Cost: one
+// TransactWriteItems (ConditionChecks of the recipient's and the sender's
+// member items, the message Put and the event Put).
 func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
 	if !world.ValidID(w) || !world.ValidAWNID(from) {
 		return Message{}, notJoined() // no such id can have joined
@@ -274,16 +275,27 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 	if err != nil {
 		return Message{}, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
 	}
-	_, err = b.store.Write(ctx,
+	acts := []store.Action{
 		store.Check(world.MemberKey(w, to), store.ItemExists()),
 		store.Put(MessageKey(w, to, m.ID), encode(w, m)).When(store.ItemAbsent()),
 		world.EventPut(ev),
-	)
+	}
+	sender := -1
+	if from != to { // one transaction may not name an item twice
+		sender = len(acts)
+		acts = append(acts, world.MemberCheck(w, from))
+	}
+	_, err = b.store.Write(ctx, acts...)
 	var cf *store.ConditionFailedError
 	switch {
 	case err == nil:
 		return m, nil
+	case errors.As(err, &cf) && cf.Action == sender:
+		return Message{}, notJoined() // the sender's leave came first
 	case errors.As(err, &cf) && cf.Action == 0:
+		if from == to {
+			return Message{}, notJoined()
+		}
 		return Message{}, notMember(to)
 	default:
 		return Message{}, apierror.FromStore("send message", err)
