@@ -140,7 +140,8 @@ func registryEntry(o Options, st store.Store) any {
 // webhookEntry builds a webhook function's entry over a Dispatcher that
 // may reach receivers on this machine over http (the local mode of
 // egress), signing v1a with the network key, and submitting receivers'
-// actions through the world service. A dispatcher that cannot be
+// actions through the world service, under the action rate limit the
+// world routes use. A dispatcher that cannot be
 // built answers every invocation with the error, as a Lambda whose init
 // failed.
 func webhookEntry(o Options, st store.Store, entry func(*webhook.Dispatcher) any) any {
@@ -158,6 +159,7 @@ func localDispatcher(o Options, st store.Store) (*webhook.Dispatcher, error) {
 		Client:     egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true, Timeout: delivery.AttemptTimeout}),
 		NetworkKey: o.NetworkKey,
 		Actions:    world.New(st),
+		Limiter:    ratelimit.New(st, ratelimit.DefaultLimits()),
 		Log:        o.Log,
 	})
 }
