@@ -20,6 +20,7 @@ import (
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/webhook/signature"
@@ -78,6 +79,10 @@ func TestWebhookThroughHarness(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
+	// A webhook needs a member: the member item a join writes.
+	if _, err := st.Write(ctx, store.Put(world.MemberKey("lobby", "aw:a"), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S("aw:a")})); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := webhook.NewStore(st).Set(ctx, "lobby", "aw:a", srv.URL); err != nil {
 		t.Fatal(err)
 	}
