@@ -287,3 +287,39 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestSetConcurrentWithLeave: 20 members each PUT a webhook while leaving,
+// concurrently. Whatever the order, no webhook item outlives its member:
+// either the set came first and the leave deleted it, or the leave came
+// first and the set was refused NotJoined.
+func TestSetConcurrentWithLeave(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		c := &clock{now: t0}
+		ns := make([]int, 20)
+		for i := range ns {
+			ns[i] = i + 1
+		}
+		s, ids := arena(t, st, c, ns...)
+		hooks := webhook.NewStore(st)
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Go(func() {
+				if _, err := hooks.Set(ctx, "arena", id, "https://a.example/hook"); err != nil && apierror.KindOf(err) != apierror.NotJoined {
+					t.Errorf("set: %v", err)
+				}
+			})
+			wg.Go(func() {
+				if err := s.Leave(ctx, "arena", id); err != nil {
+					t.Errorf("leave: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if _, err := hooks.Get(ctx, "arena", id); apierror.KindOf(err) != apierror.NotFound {
+				t.Errorf("%s left, yet its webhook remains (%v)", id, err)
+			}
+		}
+	})
+}
