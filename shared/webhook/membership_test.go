@@ -323,3 +323,48 @@ func TestSetConcurrentWithLeave(t *testing.T) {
 		}
 	})
 }
+
+// TestUnparsedAnswerLogged (issue 27's eighth repro, at the dispatcher):
+// an answer whose action a world would accept ("2x", starting with a
+// digit) is forwarded; an answer that is not an action is dropped with a
+// log line saying why, and counts as no dropped action.
+func TestUnparsedAnswerLogged(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		c := &clock{now: t0}
+		s, ids := arena(t, st, c, 1)
+		if _, _, err := s.PutWorld(ctx, world.Manifest{ID: "free"}, agentKey(0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Join(ctx, "free", agentKey(1), nil); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		var logMu sync.Mutex
+		sub := &submitter{st: st}
+		d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: localClient(), Actions: sub, Now: c.Now, Jitter: fixedJitter,
+			Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := newReceiver(t)
+		if _, err := d.Store().Set(ctx, "free", ids[0], rc.URL); err != nil {
+			t.Fatal(err)
+		}
+		for _, answer := range []string{`{"action":"2x"}`, `{"action":"Move!"}`} {
+			rc.setAnswer(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, answer) })
+			if err := d.Dispatch(ctx, event(t, "free", world.PresenceChanged, world.Public, "", map[string]any{}, c.Now())); err != nil {
+				t.Fatal(err)
+			}
+			rc.next(t, time.Second)
+		}
+		if len(sub.got) != 1 || !strings.HasPrefix(sub.got[0], ids[0]+" 2x ") {
+			t.Fatalf("forwarded %v, want the one 2x action", sub.got)
+		}
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !strings.Contains(logs.String(), "not an action") || !strings.Contains(logs.String(), "Move!") {
+			t.Fatalf("the ignored answer was not logged with its reason:\n%s", logs.String())
+		}
+	})
+}
