@@ -250,6 +250,7 @@ func TestInboxReadKeepsWhatItCannotDeliver(t *testing.T) {
 		if len(msgs) == 0 {
 			t.Fatalf("a read delivered nothing with %d of %d messages delivered: the rest were deleted undelivered", len(got), sent)
 		}
+		t.Logf("read %d delivered %d messages", reads+1, len(msgs))
 		for _, m := range msgs {
 			id := m.(map[string]any)["messageId"].(string)
 			if got[id] {
