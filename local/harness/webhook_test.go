@@ -99,6 +99,10 @@ func TestWebhookThroughHarness(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
+	// A webhook needs a member: the member item a join writes.
+	if _, err := st.Write(ctx, store.Put(world.MemberKey("lobby", "aw:a"), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S("aw:a")})); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := webhook.NewStore(st).Set(ctx, "lobby", "aw:a", srv.URL); err != nil {
 		t.Fatal(err)
 	}

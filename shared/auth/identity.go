@@ -31,7 +31,7 @@ func KeyID(pub ed25519.PublicKey) string {
 // keyIDShape is every keyid KeyID returns: ^[A-Za-z0-9_-]{43}$, 43
 // base64url characters (package ident: no regular expression compiled at a
 // cold start; the tests hold it to that expression).
-var keyIDShape = ident.Shape{First: ident.Of("A-Za-z0-9_-"), Rest: ident.Of("A-Za-z0-9_-"), Min: 43, Max: 43}
+var keyIDShape = ident.KeyID
 
 // ValidKeyID reports whether keyID has the shape of a keyid, so that a
 // malformed one is answered without a store call (and never reaches the

@@ -46,11 +46,19 @@ var shapes = []struct {
 	{ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 1, Max: 63}, regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)},
 	{ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 2, Max: 63}, regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)},
 	{ident.Shape{First: ident.Of("A-Za-z0-9_-"), Rest: ident.Of("A-Za-z0-9_-"), Min: 3, Max: 3}, regexp.MustCompile(`^[A-Za-z0-9_-]{3}$`)},
+	// The network's names (names.go), each defined once.
+	{ident.WorldID, regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)},
+	{ident.ActionName, regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)},
+	{ident.AgentName, regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)},
+	{ident.Capability, regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)},
+	{ident.KeyID, regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)},
+	{ident.AWNIDHex, regexp.MustCompile(`^[0-9a-f]{64}$`)},
+	{ident.MediaTypeName, regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$`)},
 }
 
 // TestShapeMatch: the boundaries of each shape, as its expression decides them.
 func TestShapeMatch(t *testing.T) {
-	for _, s := range []string{"", "a", "ab", "-a", "a-", "A", "abc", "a_c", "é", "a\n", "a\x00",
+	for _, s := range []string{"", "a", "ab", "-a", "a-", "A", "abc", "a_c", "é", "a\n", "a\x00", "2x", "x.y", "0", "a+b",
 		"a23456789012345678901234567890123456789012345678901234567890123",
 		"a234567890123456789012345678901234567890123456789012345678901234"} {
 		for i, p := range shapes {

@@ -31,9 +31,9 @@
 //
 // # Costs
 //
-// Send is one write request: a TransactWriteItems of a ConditionCheck that
-// the recipient is a member, the Put of the message and the Put of its
-// event. Read is one Query (backward, newest first, at most 101 items: the
+// Send is one write request: a TransactWriteItems of ConditionChecks that
+// the recipient and the sender are members, the Put of the message and
+// the Put of its event. Read is one Query (backward, newest first, at most 101 items: the
 // visible 100 and one that shows whether any were dropped; more pages only
 // when those items exceed 1 MB), and a consuming Read adds one write: a
 // DeleteItem for one message, a TransactWriteItems of one conditional
@@ -68,6 +68,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/ident"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
@@ -89,11 +90,12 @@ const (
 	// DefaultLimit and MaxLimit bound the messages of one Read.
 	DefaultLimit = 50
 	MaxLimit     = 100
-	// MaxReadBytes bounds what the content one Read returns takes in the
-	// Lambda response, escapes included (ResponseBytes; at least one
-	// message is always returned): 100 messages of 64 KiB would not fit in
-	// a Lambda response (6 MB), and a consumed message that cannot be
-	// delivered would be lost. The rest waits for the next Read.
+	// MaxReadBytes is the default ReadOptions.MaxBytes: how many bytes the
+	// messages of one Read may take in the answer that carries them, as
+	// the client receives it (ReadOptions.Size). 100 messages of 64 KiB
+	// would not fit in a Lambda response (6 MiB), and a consumed message
+	// that cannot be delivered would be lost. The rest waits for the next
+	// Read.
 	MaxReadBytes = 4 << 20
 	// TTL is how long a message waits in an inbox before it expires.
 	TTL = 7 * 24 * time.Hour
@@ -145,6 +147,28 @@ type ReadOptions struct {
 	// Limit is the most messages returned: 0 means DefaultLimit; 1 to
 	// MaxLimit are accepted.
 	Limit int
+	// Size is how many bytes m adds to the answer that carries the read,
+	// as the client receives it. Nil measures m's JSON (Message's tags)
+	// as it travels inside the Lambda proxy response's body string
+	// (lambdahttp.EscapedLen), plus a separator. A route passes its own,
+	// exact measure of what it writes.
+	Size func(m Message) int
+	// MaxBytes bounds the sum of Size over the messages returned; the
+	// first message is returned whatever its size (one message of 64 KiB
+	// takes at most about 460 KB however it escapes). 0 means
+	// MaxReadBytes.
+	MaxBytes int
+}
+
+// defaultSize is ReadOptions.Size when none is given.
+func defaultSize(m Message) int {
+	b, err := json.Marshal(m)
+	if err != nil {
+		// Strings, a time and valid JSON content always encode; count
+		// the stored bytes at their worst escaping rather than fail.
+		return 7*(len(m.Content)+len(m.ContentType)) + 256
+	}
+	return lambdahttp.EscapedLen(b) + len(",")
 }
 
 // Inbox sends and reads direct messages over a store. It holds no mutable
@@ -206,7 +230,7 @@ type received struct {
 // name, ^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$ (package ident: no regular
 // expression to compile at a cold start; the tests hold isMediaType to the
 // whole expression). Parameters are checked by mime.ParseMediaType.
-var mediaTypeName = ident.Shape{First: ident.Of("A-Za-z0-9"), Rest: ident.Of("A-Za-z0-9!#$&^_.+-"), Min: 1, Max: 127}
+var mediaTypeName = ident.MediaTypeName
 
 // isMediaType reports whether base is type/subtype of RFC 6838 names.
 func isMediaType(base string) bool {
@@ -214,16 +238,17 @@ func isMediaType(base string) bool {
 	return ok && mediaTypeName.Match(typ) && mediaTypeName.Match(sub)
 }
 
-// Send stores a message from → to (both awnIds; the caller has
-// authenticated from as a member) in world's inbox of to, with its private
+// Send stores a message from → to (both awnIds) in world's inbox of to, with its private
 // message.received event {messageId, from, contentType, preview} for to,
 // in one Write. A malformed world or sender is NotJoined and a malformed
 // recipient NotFound, without a store call. content is any JSON value but null (at most
 // MaxContentBytes; stored compacted); contentType defaults to
 // DefaultContentType and must look like a MIME type. A recipient that is
-// not a member of world → NotFound. Cost: one TransactWriteItems (a
-// ConditionCheck of the recipient's member item, the message Put and the
-// event Put).
+// not a member of world → NotFound; a sender that is not one when the
+// message is written (its leave raced the send) → NotJoined: both are
+// conditions of the Write itself, not of a check before it. Cost: one
+// TransactWriteItems (ConditionChecks of the recipient's and the sender's
+// member items, the message Put and the event Put).
 func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
 	if !world.ValidID(w) || !world.ValidAWNID(from) {
 		return Message{}, notJoined() // no such id can have joined
@@ -251,16 +276,27 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 	if err != nil {
 		return Message{}, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
 	}
-	_, err = b.store.Write(ctx,
+	acts := []store.Action{
 		store.Check(world.MemberKey(w, to), store.ItemExists()),
 		store.Put(MessageKey(w, to, m.ID), encode(w, m)).When(store.ItemAbsent()),
 		world.EventPut(ev),
-	)
+	}
+	sender := -1
+	if from != to { // one transaction may not name an item twice
+		sender = len(acts)
+		acts = append(acts, world.MemberCheck(w, from))
+	}
+	_, err = b.store.Write(ctx, acts...)
 	var cf *store.ConditionFailedError
 	switch {
 	case err == nil:
 		return m, nil
+	case errors.As(err, &cf) && cf.Action == sender:
+		return Message{}, notJoined() // the sender's leave came first
 	case errors.As(err, &cf) && cf.Action == 0:
+		if from == to {
+			return Message{}, notJoined()
+		}
 		return Message{}, notMember(to)
 	default:
 		return Message{}, apierror.FromStore("send message", err)
@@ -306,28 +342,6 @@ func checkContent(content json.RawMessage) (json.RawMessage, error) {
 			apierror.Quote("content"+path))
 	}
 	return json.RawMessage(buf.Bytes()), nil
-}
-
-// ResponseBytes is how many bytes content (compact JSON, as stored) takes
-// in the Lambda response that returns it: the world's answer writes it
-// with encoding/json, which escapes '<', '>', '&', U+2028 and U+2029 as
-// six-byte \uXXXX escapes, and that answer travels as a JSON string in the
-// API Gateway response, where every '"' and '\' gains a backslash. So '<'
-// costs 7 bytes, '"' and '\' 2, U+2028's three bytes 7, any other byte 1.
-func ResponseBytes(content []byte) int {
-	n := len(content)
-	for i := 0; i < len(content); i++ {
-		switch c := content[i]; {
-		case c == '<' || c == '>' || c == '&':
-			n += 6
-		case c == '"' || c == '\\':
-			n++
-		case c == 0xe2 && i+2 < len(content) && content[i+1] == 0x80 && (content[i+2] == 0xa8 || content[i+2] == 0xa9):
-			n += 4
-			i += 2
-		}
-	}
-	return n
 }
 
 func checkContentType(ct string) error {
@@ -394,9 +408,11 @@ func decode(it store.Item) (Message, error) {
 
 // Read returns awnID's messages in world, oldest first: at most o.Limit of
 // the visible inbox (the newest MaxMessages unexpired messages) sent after
-// o.Since, and no more content than MaxReadBytes. Unless o.Peek it
-// consumes them, exactly once: two concurrent readers never both get a
-// message. A consuming Read whose delete Write fails is an error and
+// o.Since, and no more of them than fit in o.MaxBytes as o.Size measures
+// them (by default, as the Lambda proxy response carries them). Unless
+// o.Peek it consumes them — exactly those it returns, so what does not fit
+// waits for the next Read — exactly once: two concurrent readers never
+// both get a message. A consuming Read whose delete Write fails is an error and
 // returns nothing; if that Write's outcome is unknown (the connection
 // failed in flight), its messages may be gone: exactly once is kept by
 // never returning a message that may also have gone to someone else. See
@@ -412,6 +428,13 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 	if !world.ValidID(w) || !world.ValidAWNID(awnID) {
 		return nil, notJoined() // no such id can have joined
 	}
+	size, budget := o.Size, o.MaxBytes
+	if size == nil {
+		size = defaultSize
+	}
+	if budget <= 0 {
+		budget = MaxReadBytes
+	}
 	pk := world.InboxPK(w, awnID)
 	for attempt := range maxAttempts {
 		if attempt > 0 {
@@ -425,17 +448,17 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 			return nil, err
 		}
 		picked := make([]Message, 0, limit)
-		size := 0
+		used := 0
 		for _, m := range visible {
 			if !o.Since.IsZero() && !m.SentAt.After(o.Since) {
 				continue
 			}
-			cost := ResponseBytes(m.Content)
-			if len(picked) == limit || len(picked) > 0 && size+cost > MaxReadBytes {
+			n := size(m)
+			if len(picked) == limit || len(picked) > 0 && used+n > budget {
 				break
 			}
 			picked = append(picked, m)
-			size += cost
+			used += n
 		}
 		if o.Peek {
 			return picked, nil

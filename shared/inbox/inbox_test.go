@@ -16,6 +16,7 @@ import (
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/inbox"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/storetest"
@@ -561,25 +562,55 @@ func TestConcurrentSendsAndReaders(t *testing.T) {
 	})
 }
 
-// TestReadByteBudget: a Read returns content that takes at most 4 MiB of
-// the Lambda response (its two quotes take 2 bytes more each), so 70
-// messages of 64 KiB take two Reads and none is consumed undelivered.
+// TestReadByteBudget (issue 26's second repro, at the domain): 40
+// messages of 65,534 bytes that are almost all backslashes. A Read's
+// budget is the bytes its messages take as the Lambda proxy response
+// carries them (each backslash escaped again), not the bytes stored: the
+// first Read returns the oldest messages that fit in MaxReadBytes so
+// measured (31, not the 40 a budget of 4 MiB of stored bytes would take), consumes
+// exactly those, and the next Reads return the rest. A route's own Size and
+// MaxBytes bound it the same way.
 func TestReadByteBudget(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
 		b := inbox.New(st)
 		join(t, st, lobby, alice, bob)
-		big := `"` + strings.Repeat("x", 64<<10-2) + `"`
-		perRead := inbox.MaxReadBytes / inbox.ResponseBytes([]byte(big)) // 63
+		big := `"` + strings.Repeat(`\\`, (65534-2)/2) + `"`
 		var sent []string
-		for range 70 {
+		for range 40 {
 			sent = append(sent, send(t, b, alice, bob, big).ID)
 		}
-		first := read(t, b, bob, inbox.ReadOptions{Limit: 100})
-		if !slices.Equal(ids(first), sent[:perRead]) {
-			t.Fatalf("first read returned %d messages of 64 KiB, want the oldest %d (4 MiB)", len(first), perRead)
+		escaped := func(m inbox.Message) int {
+			raw, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lambdahttp.EscapedLen(raw) + 1
 		}
-		if rest := read(t, b, bob, inbox.ReadOptions{Limit: 100}); !slices.Equal(ids(rest), sent[perRead:]) {
-			t.Fatalf("second read returned %d messages, want the other %d", len(rest), 70-perRead)
+		first := read(t, b, bob, inbox.ReadOptions{Limit: 100})
+		used := 0
+		for _, m := range first {
+			used += escaped(m)
+		}
+		if len(first) != 31 || !slices.Equal(ids(first), sent[:31]) || used > inbox.MaxReadBytes {
+			t.Fatalf("first read returned %d messages taking %d escaped bytes, want the oldest 31 within %d", len(first), used, inbox.MaxReadBytes)
+		}
+		if left := read(t, b, bob, inbox.ReadOptions{Peek: true, Limit: 100}); !slices.Equal(ids(left), sent[31:]) {
+			t.Fatalf("after the first read a peek shows %d messages, want the other 9 undeleted", len(left))
+		}
+		one := func(inbox.Message) int { return 10 }
+		if got := read(t, b, bob, inbox.ReadOptions{Limit: 100, Size: one, MaxBytes: 25}); !slices.Equal(ids(got), sent[31:33]) {
+			t.Fatalf("a read of Size 10 each within 25 bytes returned %d messages, want 2", len(got))
+		}
+		var rest []string
+		for len(rest) < 7 {
+			got := read(t, b, bob, inbox.ReadOptions{Limit: 100})
+			if len(got) == 0 {
+				t.Fatalf("the inbox ran dry after %d of the last 7 messages", len(rest))
+			}
+			rest = append(rest, ids(got)...)
+		}
+		if !slices.Equal(rest, sent[33:]) {
+			t.Fatalf("later reads returned %d messages, not the last 7 in order", len(rest))
 		}
 	})
 }

@@ -160,9 +160,9 @@ const (
 // cold start); the tests hold each to its expression.
 var (
 	// nameShape: ^[a-z0-9][a-z0-9-]{1,62}$.
-	nameShape = ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 2, Max: 63}
+	nameShape = ident.AgentName
 	// capShape: ^[a-z0-9][a-z0-9-]{0,63}$.
-	capShape = ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 1, Max: 64}
+	capShape = ident.Capability
 )
 
 // Agent is a registered agent's profile.

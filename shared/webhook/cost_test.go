@@ -33,16 +33,19 @@ func TestCost(t *testing.T) {
 			t.Errorf("%s: calls %v, want %v", name, got, want)
 		}
 	}
-	step("set", map[string]int{"PutItem": 1}, func() {
+	addMember(t, st, "w", "aw:ok")
+	m.Take()
+	// The webhook's Put and its agent's membership check, in one transaction.
+	step("set", map[string]int{"TransactWriteItems": 1}, func() {
 		if _, err := d.Store().Set(ctx, "w", "aw:ok", ok.URL); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if _, err := d.Store().Set(ctx, "w", "aw:fail", failing.URL); err != nil {
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:fail", failing.URL); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := d.Store().Set(ctx, "w", "aw:more"+string(rune('a'+i)), ok.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:more"+string(rune('a'+i)), ok.URL); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,22 +55,24 @@ func TestCost(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	step("private event, delivered", map[string]int{"GetItem": 1, "UpdateItem": 1}, func() {
+	// The webhook (GetItem), its agent's membership (GetItem), stats.
+	step("private event, delivered", map[string]int{"GetItem": 2, "UpdateItem": 1}, func() {
 		if err := d.Dispatch(ctx, event(t, "w", world.MessageReceived, world.Private, "aw:ok", map[string]any{}, t0)); err != nil {
 			t.Fatal(err)
 		}
 	})
-	// Five webhooks, one failing: one Query, a stats UpdateItem each, and
-	// the failing one's retry PutItem.
-	step("public event to 5 webhooks, 1 failing", map[string]int{"Query": 1, "UpdateItem": 5, "PutItem": 1}, func() {
+	// Five webhooks, one failing: one Query, a membership GetItem and a
+	// stats UpdateItem each, and the failing one's retry PutItem.
+	step("public event to 5 webhooks, 1 failing", map[string]int{"Query": 1, "GetItem": 5, "UpdateItem": 5, "PutItem": 1}, func() {
 		if err := d.Dispatch(ctx, event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, t0)); err != nil {
 			t.Fatal(err)
 		}
 	})
 	c.Advance(time.Minute)
-	// One Query per shard; the due retry: claim (UpdateItem), webhook
-	// (GetItem), stats (UpdateItem), settle as the next retry (PutItem).
-	step("retry run, 1 due and failing again", map[string]int{"Query": 4, "UpdateItem": 2, "GetItem": 1, "PutItem": 1}, func() {
+	// One Query per shard; the due retry: claim (UpdateItem), webhook and
+	// membership (GetItem each), stats (UpdateItem), settle as the next
+	// retry (PutItem).
+	step("retry run, 1 due and failing again", map[string]int{"Query": 4, "UpdateItem": 2, "GetItem": 2, "PutItem": 1}, func() {
 		if rep, err := d.RunRetries(ctx); err != nil || rep.Sent != 1 {
 			t.Fatalf("%+v %v", rep, err)
 		}
@@ -84,16 +89,16 @@ func TestCost(t *testing.T) {
 	})
 	gone := newReceiver(t)
 	gone.setAnswer(status(http.StatusGone))
-	if _, err := d.Store().Set(ctx, "w2", "aw:gone", gone.URL); err != nil {
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w2", "aw:gone", gone.URL); err != nil {
 		t.Fatal(err)
 	}
 	m.Take()
-	step("private event answered 410: disable + dead letter", map[string]int{"GetItem": 1, "UpdateItem": 1, "PutItem": 1}, func() {
+	step("private event answered 410: disable + dead letter", map[string]int{"GetItem": 2, "UpdateItem": 1, "PutItem": 1}, func() {
 		if err := d.Dispatch(ctx, event(t, "w2", world.MessageReceived, world.Private, "aw:gone", map[string]any{}, t0)); err != nil {
 			t.Fatal(err)
 		}
 	})
-	if _, err := d.Store().Set(ctx, "w2", "aw:gone", ok.URL); err != nil {
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w2", "aw:gone", ok.URL); err != nil {
 		t.Fatal(err)
 	}
 	m.Take()
@@ -103,8 +108,9 @@ func TestCost(t *testing.T) {
 		}
 	})
 	c.Advance(time.Second)
-	// Delivered: claim, webhook, stats, settle by deleting the retry.
-	step("retry run, 1 due and delivered", map[string]int{"Query": 4, "UpdateItem": 2, "GetItem": 1, "DeleteItem": 1}, func() {
+	// Delivered: claim, webhook, membership, stats, settle by deleting the
+	// retry.
+	step("retry run, 1 due and delivered", map[string]int{"Query": 4, "UpdateItem": 2, "GetItem": 2, "DeleteItem": 1}, func() {
 		if rep, err := d.RunRetries(ctx); err != nil || rep.Sent != 1 {
 			t.Fatalf("%+v %v", rep, err)
 		}

@@ -6,26 +6,38 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/a2awire/a2awire/shared/function"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/a2awire/a2awire/shared/function"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/webhook/delivery"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
 // ActionSubmitter forwards a receiver's answer as its agent's action, with
-// the validation and event of POST /actions (world.Service satisfies it).
+// the validation, membership condition and event of POST /actions, the
+// event marked as forwarded (world.Forwarded) so that no answer to it is
+// forwarded again. world.Service satisfies it.
 type ActionSubmitter interface {
-	SubmitAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error)
+	ForwardAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error)
+}
+
+// Limiter admits one request of op by awnID in world, or answers an error
+// (*ratelimit.Limiter satisfies it). A forwarded action counts against the
+// same per-agent limit as POST …/actions (ratelimit.Actions): a receiver
+// is one more way for its agent to act, not a way around the limit.
+type Limiter interface {
+	Allow(ctx context.Context, world, awnID string, op ratelimit.Op) error
 }
 
 // DefaultWorkers bounds the attempts one invocation makes at once.
@@ -49,6 +61,10 @@ type Config struct {
 	NetworkKey ed25519.PrivateKey
 	// Actions forwards receivers' actions; nil drops them (logged).
 	Actions ActionSubmitter
+	// Limiter holds forwarded actions to the agent's action rate limit;
+	// nil forwards without one (tests, benchmarks). Mains pass the one
+	// POST …/actions uses (FromEnv, the harness).
+	Limiter Limiter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Jitter returns a number in [-1, 1] scaling a retry wait's jitter;
@@ -69,6 +85,7 @@ type Dispatcher struct {
 	client  *http.Client
 	key     ed25519.PrivateKey
 	actions ActionSubmitter
+	limiter Limiter
 	now     func() time.Time
 	jitter  func() float64
 	workers int
@@ -84,7 +101,7 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.NetworkKey != nil && len(c.NetworkKey) != ed25519.PrivateKeySize {
 		return nil, errors.New("webhook: the network key is not an Ed25519 private key")
 	}
-	d := &Dispatcher{client: c.Client, key: c.NetworkKey, actions: c.Actions, now: c.Now, jitter: c.Jitter,
+	d := &Dispatcher{client: c.Client, key: c.NetworkKey, actions: c.Actions, limiter: c.Limiter, now: c.Now, jitter: c.Jitter,
 		workers: c.Workers, log: c.Log, ids: world.NewIDs()}
 	if d.client == nil {
 		d.client = egress.NewClient(egress.Options{Timeout: delivery.AttemptTimeout})
@@ -148,7 +165,7 @@ func (d *Dispatcher) HandleStream(ctx context.Context, ev events.DynamoDBEvent) 
 			continue
 		}
 		for _, h := range hooks {
-			jobs = append(jobs, job{record: i, p: Pending{Event: e, Recipient: h.AWNID}, hook: h})
+			jobs = append(jobs, job{record: i, p: Pending{Event: e, Recipient: h.AWNID, Hook: h.Generation}, hook: h})
 		}
 	}
 	for i, err := range d.run(ctx, jobs) {
@@ -178,7 +195,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evs ...world.Event) error {
 			return err
 		}
 		for _, h := range hooks {
-			jobs = append(jobs, job{p: Pending{Event: e, Recipient: h.AWNID}, hook: h})
+			jobs = append(jobs, job{p: Pending{Event: e, Recipient: h.AWNID, Hook: h.Generation}, hook: h})
 		}
 	}
 	return errors.Join(d.run(ctx, jobs)...)
@@ -186,7 +203,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evs ...world.Event) error {
 
 // recipients are the enabled webhooks that may see e: the recipient's
 // alone for a private event (one Get), every member's otherwise (one
-// Query of the world's webhooks).
+// Query of the world's webhooks). Each attempt checks its agent is still a
+// member before it goes out (attempt).
 func (d *Dispatcher) recipients(ctx context.Context, e world.Event) ([]Webhook, error) {
 	if e.Type == world.PingProbe {
 		return nil, nil
@@ -262,17 +280,29 @@ func (d *Dispatcher) postpone(ctx context.Context, j job) error {
 
 // attempt makes one attempt of j and records what it leads to: stats,
 // the forwarded action, the next retry or the dead letter, a disabled
-// webhook on 410.
+// webhook on 410. An agent that is no longer a member gets nothing, and
+// its retry is dropped.
 func (d *Dispatcher) attempt(ctx context.Context, j job) error {
 	p, h := j.p, j.hook
+	member, err := d.isMember(ctx, p.Event.World, p.Recipient)
+	if err != nil {
+		return err
+	}
+	if !member {
+		d.log.InfoContext(ctx, "webhook: recipient is not a member; not delivered", "world", p.Event.World, "event", p.Event.ID, "recipient", p.Recipient)
+		if j.isRetry {
+			return d.store.settle(ctx, p, nil, false, "")
+		}
+		return nil
+	}
 	r := delivery.Deliver(ctx, d.client, h.URL, delivery.Delivery{
 		WorldID: p.Event.World, EventID: p.Event.ID, Type: p.Event.Type, Payload: p.Event.Data,
 		Timestamp: p.Event.CreatedAt, SignedAt: d.now(),
 	}, h.Secret, d.key)
 	attempts := p.Attempts + 1
 	if r.OK() {
-		d.recordStats(ctx, h, outcome{delivered: true})
-		d.forward(ctx, p, r.Action)
+		dropped := d.forward(ctx, p, r)
+		d.recordStats(ctx, h, outcome{delivered: true, actionDropped: dropped})
 		if j.isRetry {
 			return d.store.settle(ctx, p, nil, false, "")
 		}
@@ -294,7 +324,7 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) error {
 		return d.store.settle(ctx, p, nil, true, why)
 	}
 	d.recordStats(ctx, h, outcome{failed: true, err: why})
-	n := Pending{Event: p.Event, Recipient: p.Recipient, Attempts: attempts, Due: d.now().Add(wait)}
+	n := Pending{Event: p.Event, Recipient: p.Recipient, Attempts: attempts, Due: d.now().Add(wait), Hook: p.Hook}
 	if j.isRetry {
 		return d.store.settle(ctx, p, &n, false, "")
 	}
@@ -309,30 +339,67 @@ func (d *Dispatcher) recordStats(ctx context.Context, h Webhook, o outcome) {
 	}
 }
 
-// forward submits a receiver's action as its agent's. An answer to the
-// agent's own action.submitted is not forwarded: a receiver that answers
-// every event with an action would otherwise feed itself for ever.
-func (d *Dispatcher) forward(ctx context.Context, p Pending, a *delivery.Action) {
+// isMember reports whether awnID is a member of world now (one GetItem
+// of its member item).
+func (d *Dispatcher) isMember(ctx context.Context, worldID, awnID string) (bool, error) {
+	_, err := d.store.st.Get(ctx, world.MemberKey(worldID, awnID))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	default:
+		return false, apierror.FromStore("webhook: read member", err)
+	}
+}
+
+// forward submits a receiver's answered action as its agent's, and
+// reports whether an action it answered with was dropped (the webhook's
+// actionsDropped counts it; each drop is logged). Forwarded actions are
+// actions: they count against the agent's action rate limit, and the
+// world writes them only while the agent is a member. An answer to an
+// action that was itself forwarded from a webhook is never forwarded, so a
+// chain of answers is one hop long: two receivers that answer every event
+// with an action produce one action each per event that was not itself a
+// forwarded action, then stop. An answer to the agent's own action is not
+// forwarded either.
+func (d *Dispatcher) forward(ctx context.Context, p Pending, r delivery.Result) bool {
+	a := r.Action
 	if a == nil {
-		return
+		if r.Ignored != "" {
+			d.log.InfoContext(ctx, "webhook: the receiver's answer is not an action; ignored", "world", p.Event.World,
+				"event", p.Event.ID, "recipient", p.Recipient, "why", r.Ignored)
+		}
+		return false
+	}
+	drop := func(why string, args ...any) bool {
+		d.log.WarnContext(ctx, "webhook: answered action not forwarded: "+why, append([]any{"world", p.Event.World,
+			"event", p.Event.ID, "recipient", p.Recipient, "action", a.Action}, args...)...)
+		return true
+	}
+	if world.Forwarded(p.Event) {
+		return drop("it answers an action that was itself forwarded from a webhook (one hop only)")
 	}
 	if p.Event.Type == world.ActionSubmitted {
 		var by struct {
 			AWNID string `json:"awnId"`
 		}
 		if json.Unmarshal(p.Event.Data, &by) == nil && by.AWNID == p.Recipient {
-			d.log.InfoContext(ctx, "webhook: action answering the agent's own action not forwarded", "world", p.Event.World, "recipient", p.Recipient)
-			return
+			return drop("it answers the agent's own action")
 		}
 	}
 	if d.actions == nil {
-		d.log.WarnContext(ctx, "webhook: no action forwarder; action dropped", "world", p.Event.World, "recipient", p.Recipient)
-		return
+		return drop("no action forwarder is configured")
 	}
-	if _, err := d.actions.SubmitAction(ctx, p.Event.World, p.Recipient, a.Action, a.Params); err != nil {
-		d.log.WarnContext(ctx, "webhook: forwarded action refused", "world", p.Event.World, "recipient", p.Recipient,
-			"action", a.Action, "err", err)
+	if d.limiter != nil {
+		if err := d.limiter.Allow(ctx, p.Event.World, p.Recipient, ratelimit.Actions); err != nil {
+			return drop("the agent's action rate limit", "err", err)
+		}
 	}
+	if _, err := d.actions.ForwardAction(ctx, p.Event.World, p.Recipient, a.Action, a.Params); err != nil {
+		return drop("the world refused it", "err", err)
+	}
+	return false
 }
 
 // describe is the lastError text of a failed attempt: what the webhook's
@@ -390,7 +457,9 @@ func (d *Dispatcher) RunRetries(ctx context.Context) (RetryReport, error) {
 			}
 			h, err := d.store.Get(ctx, p.Event.World, p.Recipient)
 			switch {
-			case apierror.KindOf(err) == apierror.NotFound:
+			case apierror.KindOf(err) == apierror.NotFound || err == nil && h.Generation != p.Hook:
+				// Removed, or removed and set again: the retry was for
+				// a webhook that no longer exists.
 				errs = append(errs, d.store.settle(ctx, p, nil, false, ""))
 			case err != nil:
 				errs = append(errs, err)
@@ -445,12 +514,22 @@ func (d *Dispatcher) Probe(ctx context.Context, worldID, target string) (bool, t
 // Build is the Dispatcher of the dispatcher and retry functions over env:
 // the network key signs v1a (none: v1 only), attempts go through env's
 // egress policy with a 5 s timeout each, and receivers' answers become
-// their agents' actions through the world service, with the checks and
-// event of POST /actions.
+// their agents' actions through the world service, with the checks, event
+// and rate limit of POST /actions.
 func Build(env function.Env) (*Dispatcher, error) {
 	st, err := env.NeedStore(env.Name)
 	if err != nil {
 		return nil, err
+	}
+	// Forwarded answers count against the agent's actions window, with
+	// the RATE_LIMIT_ACTIONS the world functions read.
+	limits, err := ratelimit.LimitsFromEnv(env.Env)
+	if err != nil {
+		return nil, err
+	}
+	var lopts []ratelimit.Option
+	if env.Now != nil {
+		lopts = append(lopts, ratelimit.WithClock(env.Now))
 	}
 	eg := env.Egress
 	eg.Timeout = delivery.AttemptTimeout
@@ -459,6 +538,7 @@ func Build(env function.Env) (*Dispatcher, error) {
 		Client:     egress.NewClient(eg),
 		NetworkKey: env.NetworkKey,
 		Actions:    world.New(st, world.WithClock(env.Now)),
+		Limiter:    ratelimit.New(st, limits, lopts...),
 		Now:        env.Now,
 		Log:        env.Log,
 	})

@@ -85,6 +85,9 @@ type Pending struct {
 	Recipient string
 	Attempts  int
 	Due       time.Time
+	// Hook is the Generation of the webhook it is for: a retry finding
+	// another generation (the webhook removed and set again) is dropped.
+	Hook string
 	// dueSK is the gsi1sk it was read with, the claim's condition.
 	dueSK string
 }
@@ -136,6 +139,7 @@ func retryPut(p Pending) store.Action {
 		attrAWNID:           store.S(p.Recipient),
 		attrAttempts:        store.N(int64(p.Attempts)),
 		attrDue:             store.N(p.Due.UnixMilli()),
+		attrGeneration:      store.S(p.Hook),
 		store.AttrGSI1PK:    store.S(DuePK(shard(p.Event.World, p.Recipient, p.Event.ID))),
 		store.AttrGSI1SK:    store.S(dueSK(p.Due, p.Event.World, p.Recipient, p.Event.ID)),
 		store.AttrExpiresAt: store.ExpiresAt(p.Due.Add(DeadLetterTTL)),
@@ -169,7 +173,8 @@ func decodePending(it store.Item) (Pending, error) {
 	}
 	n, _ := it.Int(attrAttempts)
 	due, _ := it.Int(attrDue)
-	return Pending{Event: e, Recipient: it.Str(attrAWNID), Attempts: int(n), Due: time.UnixMilli(due).UTC(), dueSK: it.Str(store.AttrGSI1SK)}, nil
+	return Pending{Event: e, Recipient: it.Str(attrAWNID), Attempts: int(n), Due: time.UnixMilli(due).UTC(), Hook: it.Str(attrGeneration),
+		dueSK: it.Str(store.AttrGSI1SK)}, nil
 }
 
 // schedule writes p's retry item (one PutItem). A retry already there for
@@ -295,7 +300,8 @@ func (s *Store) DeadLetters(ctx context.Context, worldID, awnID string, since ti
 // letter becomes a retry item in the same Write that deletes it (50 per
 // Write), so a crash in between loses none and sends none twice.
 func (s *Store) Replay(ctx context.Context, worldID, awnID string, since time.Time) (int, error) {
-	if _, err := s.Get(ctx, worldID, awnID); err != nil {
+	h, err := s.Get(ctx, worldID, awnID)
+	if err != nil {
 		return 0, err
 	}
 	dls, err := s.DeadLetters(ctx, worldID, awnID, since)
@@ -311,7 +317,7 @@ func (s *Store) Replay(ctx context.Context, worldID, awnID string, since time.Ti
 		for _, d := range batch {
 			acts = append(acts,
 				store.Delete(store.Key{PK: DeadLetterPK(worldID, awnID), SK: d.Event.ID}).When(store.ItemExists()),
-				retryPut(Pending{Event: d.Event, Recipient: awnID, Due: now}))
+				retryPut(Pending{Event: d.Event, Recipient: awnID, Due: now, Hook: h.Generation}))
 		}
 		if _, err := s.st.Write(ctx, acts...); err != nil {
 			if errors.Is(err, store.ErrConditionFailed) {

@@ -14,11 +14,13 @@
 //	retry        WHRETRY#<world>#<awnId>   <eventId>         WHDUE#<shard>   <due ms, 15 digits>#<world>#<awnId>#<eventId>  whretry
 //	dead letter  WHDEAD#<world>#<awnId>    <eventId>         —               —                                        whdead
 //
-// The webhook item holds url, secret, enabled, disabledReason, createdAt
-// and the counters delivered, failed (attempts) and deadLettered, changed
-// with ADD so concurrent outcomes never lose a count. The retry item of
-// one (event, recipient) carries the event itself (so a retry reads no
-// event), the attempts made so far and when the next is due; the
+// The webhook item holds url, secret, generation, enabled,
+// disabledReason, createdAt and the counters delivered, failed (attempts),
+// deadLettered and actionsDropped, changed with ADD so concurrent outcomes
+// never lose a count. The retry item of one (event, recipient) carries the
+// event itself (so a retry reads no event), the generation of the webhook
+// it was scheduled for, the attempts made so far and when the next is
+// due; the
 // scheduled function finds due retries with one Query per shard of gsi1
 // (gsi1sk ≤ now), never a Scan. A worker claims a retry by moving its due
 // time a lease ahead with a write conditioned on the due time it read, so
@@ -26,6 +28,21 @@
 // retry due again when the lease ends. Dead letters are kept
 // DeadLetterTTL for replay, which re-schedules them (one Query, one Write
 // per 50).
+//
+// # Membership
+//
+// A webhook exists only while its agent is a member: Set writes it on the
+// condition that the member item exists (a ConditionCheck in the same
+// transaction), and a leave deletes the member item and the webhook item
+// in one transaction, so whichever comes second sees the other. Stats
+// updates are conditioned on the webhook's url, so none recreates a
+// deleted item. The dispatcher still reads the member item before each
+// attempt (one GetItem): a webhook item written before this rule held, or
+// by hand, reaches no one who is not a member. A retry carries the
+// generation of the webhook it was scheduled for, a random value each Set
+// draws: a retry whose webhook was removed, or replaced (a DELETE and a PUT,
+// a leave and a rejoin), is dropped when it comes due, so it never reaches
+// a new URL or goes out signed with a new secret.
 //
 // # Errors
 //
@@ -36,6 +53,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -68,6 +86,8 @@ const (
 	attrDelivered      = "delivered"
 	attrFailed         = "failed"
 	attrDeadLettered   = "deadLettered"
+	attrActionsDropped = "actionsDropped"
+	attrGeneration     = "generation"
 	attrLastError      = "lastError"
 	attrLastErrorAt    = "lastErrorAt"
 	attrLastSuccessAt  = "lastSuccessAt"
@@ -82,7 +102,10 @@ type Webhook struct {
 	AWNID string
 	URL   string
 	// Secret is the whsec_ secret the v1 signature is made with.
-	Secret         string
+	Secret string
+	// Generation is a random value each Set draws; a retry scheduled for
+	// another generation is dropped.
+	Generation     string
 	Enabled        bool
 	DisabledReason string
 	CreatedAt      time.Time
@@ -111,10 +134,13 @@ func NewStore(st store.Store, opts ...Option) *Store {
 	return s
 }
 
-// Set registers url as awnID's webhook in world with a fresh secret,
-// replacing an earlier one (and its stats), enabled; it returns the secret,
-// which is never shown again. The URL is validated by the caller
-// (egress.ValidateURL); membership by the route's auth.
+// Set registers url as awnID's webhook in world with a fresh secret and
+// generation, replacing an earlier one (and its stats, and its pending
+// retries, which then find another generation), enabled; it returns the
+// secret, which is never shown again. The URL is validated by the caller
+// (egress.ValidateURL). awnID must be a member when the webhook is
+// written, whatever the route checked before: not a member → NotJoined.
+// Cost: one TransactWriteItems (the member's ConditionCheck, the Put).
 func (s *Store) Set(ctx context.Context, worldID, awnID, url string) (string, error) {
 	secret, err := signature.NewSecret()
 	if err != nil {
@@ -126,13 +152,20 @@ func (s *Store) Set(ctx context.Context, worldID, awnID, url string) (string, er
 		attrAWNID:      store.S(awnID),
 		attrURL:        store.S(url),
 		attrSecret:     store.S(secret),
+		attrGeneration: store.S(rand.Text()),
 		attrEnabled:    store.Bool(true),
 		attrCreatedAt:  store.N(s.now().UnixNano()),
 	}
-	if _, err := s.st.Write(ctx, store.Put(world.WebhookKey(worldID, awnID), it)); err != nil {
+	_, err = s.st.Write(ctx, store.Put(world.WebhookKey(worldID, awnID), it), world.MemberCheck(worldID, awnID))
+	var cf *store.ConditionFailedError
+	switch {
+	case err == nil:
+		return secret, nil
+	case errors.As(err, &cf) && cf.Action == 1:
+		return "", apierror.New(apierror.NotJoined, "you are not a member of this world; join it first")
+	default:
 		return "", apierror.FromStore("webhook: set", err)
 	}
-	return secret, nil
 }
 
 // Get returns awnID's webhook in world; none is NotFound.
@@ -157,7 +190,8 @@ func (s *Store) Show(ctx context.Context, worldID, awnID string) (View, error) {
 }
 
 // Remove deletes awnID's webhook in world; none is NotFound. Retries
-// already scheduled for it are dropped when they come due.
+// already scheduled for it are dropped when they come due, even if another
+// webhook has been set by then (its generation differs).
 func (s *Store) Remove(ctx context.Context, worldID, awnID string) error {
 	_, err := s.st.Write(ctx, store.Delete(world.WebhookKey(worldID, awnID)).When(store.ItemExists()))
 	if errors.Is(err, store.ErrConditionFailed) {
@@ -204,6 +238,7 @@ func decodeWebhook(it store.Item) (Webhook, error) {
 		AWNID:          it.Str(attrAWNID),
 		URL:            it.Str(attrURL),
 		Secret:         it.Str(attrSecret),
+		Generation:     it.Str(attrGeneration),
 		Enabled:        it.BoolAttr(attrEnabled),
 		DisabledReason: it.Str(attrDisabledReason),
 		CreatedAt:      unixNano(it, attrCreatedAt),
@@ -211,6 +246,7 @@ func decodeWebhook(it store.Item) (Webhook, error) {
 	w.Stats.Delivered = count(it, attrDelivered)
 	w.Stats.Failed = count(it, attrFailed)
 	w.Stats.DeadLettered = count(it, attrDeadLettered)
+	w.Stats.ActionsDropped = count(it, attrActionsDropped)
 	w.Stats.LastError = it.Str(attrLastError)
 	if t := unixNano(it, attrLastErrorAt); !t.IsZero() {
 		w.Stats.LastErrorAt = &t
@@ -244,6 +280,9 @@ type outcome struct {
 	delivered, failed, deadLettered bool
 	err                             string
 	gone                            bool
+	// actionDropped: the receiver answered with an action that was not
+	// forwarded (a hop too many, over the rate limit, refused).
+	actionDropped bool
 }
 
 // record applies an attempt's outcome to the webhook's stats with one
@@ -260,6 +299,9 @@ func (s *Store) record(ctx context.Context, worldID, awnID, url string, o outcom
 	}
 	if o.deadLettered {
 		a = a.AddNum(attrDeadLettered, 1)
+	}
+	if o.actionDropped {
+		a = a.AddNum(attrActionsDropped, 1)
 	}
 	if o.gone {
 		a = a.SetAttr(attrEnabled, store.Bool(false)).SetAttr(attrDisabledReason, store.S("the receiver answered 410 Gone"))

@@ -161,6 +161,33 @@ func wantKind(t *testing.T, err error, kind apierror.Kind) {
 	}
 }
 
+// memberSetter sets webhooks of agents it first makes members of their
+// world (a member item, as a join writes it): Set requires one.
+type memberSetter struct {
+	t  testing.TB
+	st store.Store
+	s  *webhook.Store
+}
+
+func asMember(t testing.TB, st store.Store, s *webhook.Store) memberSetter {
+	return memberSetter{t: t, st: st, s: s}
+}
+
+func (m memberSetter) Set(ctx context.Context, worldID, awnID, url string) (string, error) {
+	m.t.Helper()
+	addMember(m.t, m.st, worldID, awnID)
+	return m.s.Set(ctx, worldID, awnID, url)
+}
+
+// addMember writes awnID's member item in worldID.
+func addMember(t testing.TB, st store.Store, worldID, awnID string) {
+	t.Helper()
+	if _, err := st.Write(context.Background(), store.Put(world.MemberKey(worldID, awnID),
+		store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(awnID)})); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // everyEngine runs f on memory, bolt and DynamoDB Local.
 func everyEngine(t *testing.T, f func(t *testing.T, st store.Store)) {
 	for _, e := range stores.All(local) {
@@ -178,7 +205,7 @@ func TestSetShowRemove(t *testing.T) {
 		} else {
 			wantKind(t, err, apierror.NotFound)
 		}
-		secret, err := s.Set(ctx, "w1", "aw:a", "https://a.example/hook")
+		secret, err := asMember(t, st, s).Set(ctx, "w1", "aw:a", "https://a.example/hook")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +223,7 @@ func TestSetShowRemove(t *testing.T) {
 		if b, _ := json.Marshal(v); strings.Contains(string(b), secret) || strings.Contains(string(b), "secret") {
 			t.Fatalf("the view shows the secret: %s", b)
 		}
-		again, err := s.Set(ctx, "w1", "aw:a", "https://b.example/hook")
+		again, err := asMember(t, st, s).Set(ctx, "w1", "aw:a", "https://b.example/hook")
 		if err != nil || again == secret {
 			t.Fatalf("second set: %q, %v (want a fresh secret)", again, err)
 		}
@@ -227,7 +254,7 @@ func TestDeliverySigned(t *testing.T) {
 		ctx := t.Context()
 		d := newDispatcher(t, st, nil, nil)
 		rc := newReceiver(t)
-		secret, err := d.Store().Set(ctx, "lobby", "aw:a", rc.URL+"/hook")
+		secret, err := asMember(t, st, d.Store()).Set(ctx, "lobby", "aw:a", rc.URL+"/hook")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,12 +303,12 @@ func TestRecipientsByVisibility(t *testing.T) {
 		rs := map[string]*receiver{}
 		for _, a := range []string{"aw:a", "aw:b", "aw:c"} {
 			rs[a] = newReceiver(t)
-			if _, err := d.Store().Set(ctx, "w", a, rs[a].URL); err != nil {
+			if _, err := asMember(t, st, d.Store()).Set(ctx, "w", a, rs[a].URL); err != nil {
 				t.Fatal(err)
 			}
 		}
 		other := newReceiver(t)
-		if _, err := d.Store().Set(ctx, "w-other", "aw:a", other.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w-other", "aw:a", other.URL); err != nil {
 			t.Fatal(err)
 		}
 		priv := event(t, "w", world.MessageReceived, world.Private, "aw:b", map[string]any{"from": "aw:a"}, time.Now())
@@ -338,7 +365,7 @@ func TestSlowReceiverDoesNotDelayOthers(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	for a, rc := range map[string]*receiver{"aw:slow": slow, "aw:fast": fast} {
-		if _, err := d.Store().Set(ctx, "w", a, rc.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", a, rc.URL); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -380,7 +407,7 @@ func TestRetryScheduleDeadLetterReplay(t *testing.T) {
 		d := newDispatcher(t, st, c, nil)
 		rc := newReceiver(t)
 		rc.setAnswer(status(http.StatusInternalServerError))
-		if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
 			t.Fatal(err)
 		}
 		e := event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{"n": 1}, t0)
@@ -462,7 +489,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 		w.Header().Set("Retry-After", "3600")
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
-	if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Dispatch(ctx, event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, t0)); err != nil {
@@ -490,7 +517,7 @@ func TestGoneDisables(t *testing.T) {
 		d := newDispatcher(t, st, c, nil)
 		rc := newReceiver(t)
 		rc.setAnswer(status(http.StatusGone))
-		if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
 			t.Fatal(err)
 		}
 		e := event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, t0)
@@ -517,7 +544,7 @@ func TestGoneDisables(t *testing.T) {
 			t.Fatalf("dead letters %+v", dls)
 		}
 		rc.setAnswer(nil)
-		if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := d.Store().Replay(ctx, "w", "aw:a", t0.Add(-time.Minute)); err != nil || n != 1 {
@@ -539,7 +566,7 @@ func TestRetryOfRemovedWebhookDropped(t *testing.T) {
 	d := newDispatcher(t, st, c, nil)
 	rc := newReceiver(t)
 	rc.setAnswer(status(http.StatusBadGateway))
-	if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Dispatch(ctx, event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, t0)); err != nil {
@@ -571,7 +598,7 @@ func TestConcurrentRetryRunsSendOnce(t *testing.T) {
 		d := newDispatcher(t, st, c, nil)
 		rc := newReceiver(t)
 		rc.setAnswer(status(http.StatusInternalServerError))
-		if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
 			t.Fatal(err)
 		}
 		for range 5 {
@@ -615,14 +642,14 @@ type submitter struct {
 	got []string
 }
 
-func (s *submitter) SubmitAction(ctx context.Context, worldID, awnID, action string, params json.RawMessage) (string, error) {
+func (s *submitter) ForwardAction(ctx context.Context, worldID, awnID, action string, params json.RawMessage) (string, error) {
 	if action == "refused" {
 		return "", apierror.New(apierror.Invalid, "action is not one of the world's actions")
 	}
 	s.mu.Lock()
 	s.got = append(s.got, awnID+" "+action+" "+string(params))
 	s.mu.Unlock()
-	e, err := ids.NewEvent(worldID, world.ActionSubmitted, world.Agents, "", map[string]any{"actionId": "x", "awnId": awnID, "action": action, "params": params}, time.Now())
+	e, err := ids.NewEvent(worldID, world.ActionSubmitted, world.Agents, "", map[string]any{"actionId": "x", "awnId": awnID, "action": action, "params": params, "via": world.ViaWebhook}, time.Now())
 	if err != nil {
 		return "", err
 	}
@@ -644,7 +671,7 @@ func TestActionForwarded(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"action":"move","params":{"to":"north"}}`)
 		})
-		if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.Dispatch(ctx, event(t, "w", world.AgentJoined, world.Public, "", map[string]any{"awnId": "aw:b"}, time.Now())); err != nil {
@@ -701,12 +728,12 @@ func TestSSRFRefusedInCloudMode(t *testing.T) {
 		"https://192.168.1.1/", "https://172.16.0.1/", "https://[fd00::1]/", "https://localhost" + port,
 	}
 	for i, u := range urls {
-		if _, err := d.Store().Set(ctx, "w", fmt.Sprintf("aw:%02d", i), u); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", fmt.Sprintf("aw:%02d", i), u); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// And the plain http receiver itself: cloud mode sends https only.
-	if _, err := d.Store().Set(ctx, "w", "aw:http", rc.URL); err != nil {
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:http", rc.URL); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Dispatch(ctx, event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, time.Now())); err != nil {
@@ -740,7 +767,7 @@ func TestProbe(t *testing.T) {
 	})
 	failing.setAnswer(status(http.StatusInternalServerError))
 	for a, rc := range map[string]*receiver{"aw:fast": fast, "aw:slow": slow, "aw:failing": failing} {
-		if _, err := d.Store().Set(ctx, "w", a, rc.URL); err != nil {
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "w", a, rc.URL); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -803,7 +830,7 @@ func TestRetriesOfDisabledWebhookDeadLettered(t *testing.T) {
 	d := newDispatcher(t, st, c, nil)
 	rc := newReceiver(t)
 	rc.setAnswer(status(http.StatusInternalServerError))
-	if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
 		t.Fatal(err)
 	}
 	first := event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, t0)

@@ -97,7 +97,7 @@ func costSteps() []costStep {
 		{"submit action", func(ctx context.Context, s *world.Service, _ store.Store) error {
 			_, err := s.SubmitAction(ctx, "cost", a, "move", json.RawMessage(`{"to":"b2"}`))
 			return err
-		}, map[string]int{"GetItem": 1, "PutItem": 1}, [3]int64{1, 0, 1}},
+		}, map[string]int{"GetItem": 1, "TransactWriteItems": 1}, [3]int64{1, 0, 1}},
 		{"append event", func(ctx context.Context, s *world.Service, _ store.Store) error {
 			return s.Append(ctx, world.Event{Type: world.MessageReceived, World: "cost", Data: json.RawMessage(`{}`), Visibility: world.Private, Recipient: a})
 		}, map[string]int{"PutItem": 1}, [3]int64{0, 0, 1}},

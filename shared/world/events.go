@@ -20,15 +20,62 @@ type submittedData struct {
 	AWNID    string          `json:"awnId"`
 	Action   string          `json:"action"`
 	Params   json.RawMessage `json:"params"`
+	// Via is ViaWebhook for an action a webhook receiver answered with;
+	// absent for one an agent submitted itself.
+	Via string `json:"via,omitempty"`
+}
+
+// ViaWebhook is the "via" of an action.submitted whose action a webhook
+// receiver answered a delivery with (ForwardAction).
+const ViaWebhook = "webhook"
+
+// Forwarded reports whether e is the action.submitted of an action a
+// webhook receiver answered with. The dispatcher never forwards an answer
+// to such an event: two receivers that answer every event with an action
+// would otherwise feed each other for ever, so a chain of forwarded actions
+// is one hop long.
+func Forwarded(e Event) bool {
+	if e.Type != ActionSubmitted {
+		return false
+	}
+	var d struct {
+		Via string `json:"via"`
+	}
+	return json.Unmarshal(e.Data, &d) == nil && d.Via == ViaWebhook
+}
+
+// MemberCheck is the action that holds a Write to awnID being a member of
+// world: a ConditionCheck that its member item exists. A write that is
+// only allowed to a member (an action, a message's sender, a webhook)
+// carries it, so that it and a racing Leave (which deletes the member item
+// in its own transaction) are ordered by the store: the leave either comes
+// first and the write fails its condition, or comes after and removes what
+// the write left (a webhook item, with the member item). A route's earlier
+// check is no guarantee.
+func MemberCheck(world, awnID string) store.Action {
+	return store.Check(MemberKey(world, awnID), store.ItemExists())
 }
 
 // SubmitAction validates action against the manifest's actions (when it
 // lists any; unknown → Invalid naming the allowed ones), params nil or a
 // JSON object ≤ 64 KiB, and appends an agents-visible action.submitted
 // {actionId, awnId, action, params}; it returns actionId (a ULID).
-// Unknown world → NotFound. Cost: 1 GetItem (the manifest) and 1 PutItem
-// (the event).
+// Unknown world → NotFound; awnID not a member when the event is written →
+// NotJoined. Cost: 1 GetItem (the manifest) and 1 TransactWriteItems (the
+// ConditionCheck of awnID's member item, the event's Put).
 func (s *Service) SubmitAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error) {
+	return s.submit(ctx, world, awnID, action, params, "")
+}
+
+// ForwardAction is SubmitAction for an action a webhook receiver answered
+// a delivery with: its action.submitted carries "via": "webhook"
+// (Forwarded), so no answer to it is forwarded again. Same checks, same
+// cost.
+func (s *Service) ForwardAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error) {
+	return s.submit(ctx, world, awnID, action, params, ViaWebhook)
+}
+
+func (s *Service) submit(ctx context.Context, world, awnID, action string, params json.RawMessage, via string) (string, error) {
 	if !actionNameShape.Match(action) {
 		return "", invalid("action must be 1–64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit; got %s", apierror.Quote(action))
 	}
@@ -59,14 +106,20 @@ func (s *Service) SubmitAction(ctx context.Context, world, awnID, action string,
 	}
 	now := s.now().UTC()
 	id := s.ids.New(now)
-	ev, err := s.ids.NewEvent(world, ActionSubmitted, Agents, "", submittedData{ActionID: id, AWNID: awnID, Action: action, Params: p}, now)
+	ev, err := s.ids.NewEvent(world, ActionSubmitted, Agents, "", submittedData{ActionID: id, AWNID: awnID, Action: action, Params: p, Via: via}, now)
 	if err != nil {
 		return "", internal(err)
 	}
-	if _, err := s.store.Write(ctx, EventPut(ev)); err != nil {
+	_, err = s.store.Write(ctx, EventPut(ev), MemberCheck(world, awnID))
+	var cf *store.ConditionFailedError
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.As(err, &cf) && cf.Action == 1:
+		return "", notJoined(world)
+	default:
 		return "", apierror.FromStore("submit action", err)
 	}
-	return id, nil
 }
 
 // Append writes one event (for other domains and the harness): 1 PutItem.

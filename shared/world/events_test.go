@@ -231,8 +231,9 @@ func TestSubmitAction(t *testing.T) {
 		if n := len(eventsOf(t, s, "arena", b.AWNID)); n != len(evs)+1 {
 			t.Fatalf("refused actions wrote events: %d, want %d", n, len(evs)+1)
 		}
-		// A world without actions accepts any.
+		// A world without actions accepts any (from its members).
 		free := newWorld(t, st, &clock{now: time.Now()}, "free")
+		join(t, free, "free", 1)
 		if _, err := free.SubmitAction(ctx, "free", a.AWNID, "anything.at_all", nil); err != nil {
 			t.Fatalf("world without actions: %v", err)
 		}

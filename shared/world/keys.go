@@ -42,6 +42,16 @@
 // transaction conditioned on the membership it read, and only its winner
 // decrements the count; it then clears the inbox page by page.
 //
+// Every write only a member may make carries the membership as a condition
+// of its own transaction (MemberCheck: a ConditionCheck that the member
+// item exists): an action's event, a message (its sender), a webhook. The
+// leave's transaction deletes the member item, so of a leave and such a
+// write the store orders one first and the other sees it: nothing a member
+// writes while leaving outlives the membership. Holding the member item in
+// the transaction costs 2 more write units (a transactional item), and a
+// concurrent single-item write of the same member item (a poll recording
+// lastPollAt) can cancel it; the engine retries that conflict.
+//
 // # Errors
 //
 // Every error is an *apierror.Error: bad input → Invalid naming the field;

@@ -77,7 +77,7 @@ func decodeMember(world string, it store.Item) (Member, error) {
 }
 
 // awnIDHex: the 64 lowercase hex digits after auth.AWNIDPrefix.
-var awnIDHex = ident.Shape{First: ident.Of("0-9a-f"), Rest: ident.Of("0-9a-f"), Min: 64, Max: 64}
+var awnIDHex = ident.AWNIDHex
 
 // validMember reports whether world and awnID are well-formed, so that a
 // malformed one is answered as "not a member" without a store call (and

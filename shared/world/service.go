@@ -45,13 +45,13 @@ const (
 	deadlineMargin = time.Second
 )
 
-// Shapes of ids (package ident: no regular expression to compile at a cold
-// start); the tests hold each to its expression.
+// Shapes of ids, the network's one rule for each (package ident); the
+// tests hold each to its expression.
 var (
 	// worldIDShape: ^[a-z0-9][a-z0-9-]{0,62}$.
-	worldIDShape = ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9-"), Min: 1, Max: 63}
+	worldIDShape = ident.WorldID
 	// actionNameShape: ^[a-z0-9][a-z0-9._-]{0,63}$.
-	actionNameShape = ident.Shape{First: ident.Of("a-z0-9"), Rest: ident.Of("a-z0-9._-"), Min: 1, Max: 64}
+	actionNameShape = ident.ActionName
 )
 
 // Attributes of manifest and member items (event attributes are in event.go).

@@ -203,3 +203,64 @@ func hasEvent(data map[string]any, typ string) bool {
 	}
 	return false
 }
+
+// TestInboxReadKeepsWhatItCannotDeliver (issue 26's second repro): two
+// members send a third 50 messages of 65,534 bytes that are almost all
+// backslashes — 3.3 MB stored, but each backslash doubles inside the Lambda
+// proxy response's body string, 6.5 MB in all, past Lambda's 6 MiB. Through
+// the harness (whose Lambda stand-in refuses such a response with a 500),
+// a peek and each consuming read answer 200 with as many as fit; what a
+// read did not carry is still there for the next one, and the reads
+// together deliver all 50, each once.
+func TestInboxReadKeepsWhatItCannotDeliver(t *testing.T) {
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if _, _, err := harness.SeedLobby(context.Background(), st, h.NetworkKey()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s1, s2, v := newAgent(t, srv.URL, 20), newAgent(t, srv.URL, 21), newAgent(t, srv.URL, 22)
+	for _, a := range []*agent{s1, s2, v} {
+		a.call("POST", "/v0/worlds/lobby/join", fmt.Sprintf(`{"publicKey":%q}`, b64(a.key)), 201)
+	}
+	content := `"` + strings.Repeat(`\\`, (65534-2)/2) + `"` // 65,534 bytes of JSON
+	body := fmt.Sprintf(`{"to":%q,"content":%s}`, v.awnID(), content)
+	const sent = 50
+	for i := range sent {
+		from := []*agent{s1, s2}[i%2]
+		from.call("POST", "/v0/worlds/lobby/messages", body, 201)
+	}
+	peek := v.call("GET", "/v0/worlds/lobby/messages?peek=true&limit=100", "", 200)
+	if n := peek["count"].(float64); n < 1 || n >= sent {
+		t.Fatalf("a peek of %d such messages carried %v: the budget is not the response's", sent, n)
+	}
+	got := map[string]bool{}
+	for reads := 0; len(got) < sent; reads++ {
+		if reads == 5 {
+			t.Fatalf("5 reads delivered %d of %d messages", len(got), sent)
+		}
+		read := v.call("GET", "/v0/worlds/lobby/messages?limit=100", "", 200)
+		msgs, _ := read["messages"].([]any)
+		if len(msgs) == 0 {
+			t.Fatalf("a read delivered nothing with %d of %d messages delivered: the rest were deleted undelivered", len(got), sent)
+		}
+		t.Logf("read %d delivered %d messages", reads+1, len(msgs))
+		for _, m := range msgs {
+			id := m.(map[string]any)["messageId"].(string)
+			if got[id] {
+				t.Fatalf("message %s delivered twice", id)
+			}
+			got[id] = true
+		}
+		left := v.call("GET", "/v0/worlds/lobby/messages?peek=true&limit=100", "", 200)
+		if int(left["count"].(float64)) > sent-len(got) || left["count"].(float64) == 0 && len(got) < sent {
+			t.Fatalf("after %d delivered, a peek shows %v left of %d", len(got), left["count"], sent)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/access"
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -199,6 +200,7 @@ func NewMessages(o Options, reader Reader) (http.Handler, error) {
 		if q.err != nil {
 			return q.err
 		}
+		ro.Size, ro.MaxBytes = messagesBudget(w.Header())
 		msgs, err := reader.Read(r.Context(), world, awnID, ro)
 		if err != nil {
 			return fmt.Errorf("worldhttp: read messages: %w", err)
@@ -209,6 +211,32 @@ func NewMessages(o Options, reader Reader) (http.Handler, error) {
 		}
 		return reply(w, http.StatusOK, map[string]any{"messages": out, "count": len(out)})
 	}), nil)
+}
+
+// messagesBudget measures a read's messages as the answer of NewMessages
+// carries them through Lambda — each message's JSON escaped inside the
+// proxy response's body string, and a comma — and returns the bytes they
+// may take: lambdahttp.MaxResponse less the envelope, the headers set so
+// far and those reply adds, and the body around the messages (its count
+// at its widest). The read consumes only what fits, so a consuming read
+// never deletes messages its answer could not carry.
+func messagesBudget(sent http.Header) (func(Message) int, int) {
+	h := sent.Clone()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	around, _ := json.Marshal(struct {
+		OK   bool           `json:"ok"`
+		Data map[string]any `json:"data"`
+	}{true, map[string]any{"messages": []messageOut{}, "count": MaxLimit}})
+	fixed := lambdahttp.EnvelopeSize(http.StatusOK, h) + lambdahttp.BodySize(append(around, '\n'))
+	size := func(m Message) int {
+		b, err := json.Marshal(messageJSON(m))
+		if err != nil {
+			return lambdahttp.MaxResponse // cannot be answered: takes the whole budget
+		}
+		return lambdahttp.EscapedLen(b) + len(",")
+	}
+	return size, lambdahttp.MaxResponse - fixed
 }
 
 // NewPing serves POST /v0/worlds/{world}/ping (rate limit "ping"):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/world"
@@ -416,18 +417,28 @@ func TestSend(t *testing.T) {
 // wrong; good ones reach the inbox as ReadOptions.
 func TestMessagesQuery(t *testing.T) {
 	f := newFake()
-	var got worldhttp.ReadOptions
+	// got is what the route passed but its budget (Size, MaxBytes), as a
+	// comparable value.
+	type readOptions struct {
+		Peek  bool
+		Since time.Time
+		Limit int
+	}
+	var got readOptions
 	f.ReadFn = func(_ context.Context, w, awnID string, o worldhttp.ReadOptions) ([]worldhttp.Message, error) {
-		got = o
+		if o.Size == nil || o.MaxBytes <= 0 || o.MaxBytes > lambdahttp.MaxResponse {
+			t.Errorf("the route passed no response budget: MaxBytes %d", o.MaxBytes)
+		}
+		got = readOptions{Peek: o.Peek, Since: o.Since, Limit: o.Limit}
 		return []worldhttp.Message{{ID: "m1", From: "aw:sha256:aa", To: awnID, Content: json.RawMessage(`"hi"`), ContentType: "text/plain", SentAt: created}}, nil
 	}
 	a := newAPI(t, f, nil)
 	r := a.do(bob, "GET", "/v0/worlds/lobby/messages", "")
-	if ok, data, _, _ := r.envelope(t); r.status != 200 || !ok || data["count"] != 1.0 || got != (worldhttp.ReadOptions{Limit: 50}) {
+	if ok, data, _, _ := r.envelope(t); r.status != 200 || !ok || data["count"] != 1.0 || got != (readOptions{Limit: 50}) {
 		t.Errorf("defaults: %d %s %+v", r.status, r.body, got)
 	}
 	r = a.do(bob, "GET", "/v0/worlds/lobby/messages?peek=true&since=2026-01-02T03:04:05Z&limit=100", "")
-	if r.status != 200 || got != (worldhttp.ReadOptions{Peek: true, Since: created, Limit: 100}) {
+	if r.status != 200 || got != (readOptions{Peek: true, Since: created, Limit: 100}) {
 		t.Errorf("all set: %d %s %+v", r.status, r.body, got)
 	}
 	for q, name := range map[string]string{

@@ -41,15 +41,16 @@ type delivered struct {
 	at     time.Time
 }
 
-// submitter stands in for the world service's SubmitAction: it appends
-// the agents-visible action.submitted event the service writes.
+// submitter stands in for the world service's ForwardAction: it appends
+// the agents-visible action.submitted event the service writes, marked as
+// forwarded.
 type submitter struct {
 	st  store.Store
 	ids *world.IDs
 }
 
-func (s submitter) SubmitAction(ctx context.Context, worldID, awnID, action string, params json.RawMessage) (string, error) {
-	e, err := s.ids.NewEvent(worldID, world.ActionSubmitted, world.Agents, "", map[string]any{"actionId": "a1", "awnId": awnID, "action": action, "params": params}, time.Now())
+func (s submitter) ForwardAction(ctx context.Context, worldID, awnID, action string, params json.RawMessage) (string, error) {
+	e, err := s.ids.NewEvent(worldID, world.ActionSubmitted, world.Agents, "", map[string]any{"actionId": "a1", "awnId": awnID, "action": action, "params": params, "via": world.ViaWebhook}, time.Now())
 	if err != nil {
 		return "", err
 	}
@@ -111,6 +112,7 @@ func TestStreamDeliversWithinASecond(t *testing.T) {
 			}
 			srvA, gotA := recv()
 			srvB, gotB := recv()
+			addMember(t, st, "w", "aw:a", "aw:b")
 			secretA, err := d.Store().Set(ctx, "w", "aw:a", srvA.URL+"/acts")
 			if err != nil {
 				t.Fatal(err)
@@ -223,6 +225,7 @@ func TestStreamSkipsNonEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	addMember(t, st, "w", "aw:a")
 	if _, err := d.Store().Set(t.Context(), "w", "aw:a", srv.URL); err != nil {
 		t.Fatal(err)
 	}
@@ -288,5 +291,16 @@ func TestStreamReportsUnschedulable(t *testing.T) {
 	resp, err := dispatcher.New(d)(t.Context(), events.DynamoDBEvent{Records: recs})
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != recs[1].Change.SequenceNumber {
 		t.Fatalf("resp %+v, err %v; want the public event's record %s only", resp, err, recs[1].Change.SequenceNumber)
+	}
+}
+
+// addMember writes the member items a join writes for awnIDs in worldID: a
+// webhook needs a member.
+func addMember(t *testing.T, st store.Store, worldID string, awnIDs ...string) {
+	t.Helper()
+	for _, id := range awnIDs {
+		if _, err := st.Write(t.Context(), store.Put(world.MemberKey(worldID, id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

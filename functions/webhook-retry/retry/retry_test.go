@@ -53,6 +53,10 @@ func TestScheduledRunSendsDueRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A webhook needs a member: the member item a join writes.
+	if _, err := st.Write(t.Context(), store.Put(world.MemberKey("w", "aw:a"), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S("aw:a")})); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := d.Store().Set(t.Context(), "w", "aw:a", srv.URL); err != nil {
 		t.Fatal(err)
 	}

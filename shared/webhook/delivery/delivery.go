@@ -81,6 +81,11 @@ type Result struct {
 	// Action is the receiver's answer when a 2xx body was exactly an action;
 	// nil otherwise.
 	Action *Action
+	// Ignored says why a 2xx answer with a body (not only spaces) was not
+	// taken as an action — the dispatcher logs it, so a receiver whose
+	// answers are dropped can be told why; "" when Action is set or the
+	// body was empty.
+	Ignored string
 	// Err is nil when the receiver answered 2xx; else why not: a request
 	// that could not be built, a refused address (errors.Is egress.ErrBlocked),
 	// a network error or timeout, or a *StatusError.
@@ -157,8 +162,15 @@ func Deliver(ctx context.Context, client *http.Client, url string, d Delivery, s
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		// Delivered once the status is in, even if the answer's body then
 		// failed: the event reached the receiver; only the action is lost.
-		if readErr == nil && len(answer) <= MaxResponseBytes {
-			r.Action = parseAction(answer)
+		switch {
+		case readErr != nil:
+			if len(bytes.TrimSpace(answer)) > 0 {
+				r.Ignored = "the answer's body could not be read whole"
+			}
+		case len(answer) > MaxResponseBytes:
+			r.Ignored = fmt.Sprintf("the answer is longer than %d bytes", MaxResponseBytes)
+		default:
+			r.Action, r.Ignored = parseAction(answer)
 		}
 		return r
 	case resp.StatusCode == http.StatusGone:
@@ -170,46 +182,56 @@ func Deliver(ctx context.Context, client *http.Client, url string, d Delivery, s
 	return r
 }
 
-// actionName is the name rule of POST /actions (world-design "Actions");
-// the world validates again against its manifest when the action is
-// forwarded: ^[a-z][a-z0-9_.-]{0,63}$ (package ident: no regular
-// expression to compile at a cold start; the tests hold it to that one).
-var actionName = ident.Shape{First: ident.Of("a-z"), Rest: ident.Of("a-z0-9_.-"), Min: 1, Max: 64}
+// actionName is the network's one action-name rule (ident.ActionName),
+// the rule of world manifests and POST …/actions:
+// ^[a-z0-9][a-z0-9._-]{0,63}$. The world validates again against its
+// manifest when the action is forwarded.
+var actionName = ident.ActionName
 
 // parseAction reads a 2xx answer strictly: one JSON object, valid UTF-8, no
 // repeated key, only "action" (a valid name) and "params" (an object, if
-// present). Anything else — an empty body, "ok", extra keys — is no action.
-func parseAction(b []byte) *Action {
+// present). Anything else — an empty body, "ok", extra keys — is no action;
+// for a body that is not empty, why not.
+func parseAction(b []byte) (*Action, string) {
 	t := bytes.TrimSpace(b)
-	if len(t) == 0 || t[0] != '{' || protocol.CheckJSON(t) != nil {
-		return nil
+	if len(t) == 0 {
+		return nil, ""
+	}
+	if t[0] != '{' {
+		return nil, "the answer is not a JSON object"
+	}
+	if err := protocol.CheckJSON(t); err != nil {
+		return nil, "the answer is not one JSON object in UTF-8 without repeated keys"
 	}
 	// A map keeps the keys exactly as sent (encoding/json would match struct
 	// fields case-insensitively); CheckJSON has refused repeated keys.
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(t, &m); err != nil {
-		return nil
+		return nil, "the answer is not one JSON object"
 	}
 	var a Action
 	for k, v := range m {
 		switch k {
 		case "action":
-			if json.Unmarshal(v, &a.Action) != nil || !actionName.Match(a.Action) {
-				return nil
+			if json.Unmarshal(v, &a.Action) != nil {
+				return nil, `"action" is not a string`
+			}
+			if !actionName.Match(a.Action) {
+				return nil, fmt.Sprintf(`"action" %.80q is not an action name: 1–64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit`, a.Action)
 			}
 		case "params":
 			if len(v) == 0 || v[0] != '{' {
-				return nil
+				return nil, `"params" is not a JSON object`
 			}
 			a.Params = v
 		default:
-			return nil
+			return nil, fmt.Sprintf(`the answer has a key other than "action" and "params": %.40q`, k)
 		}
 	}
 	if a.Action == "" {
-		return nil
+		return nil, `the answer has no "action"`
 	}
-	return &a
+	return &a, ""
 }
 
 // ParseRetryAfter reads a Retry-After value — delay seconds or an HTTP date

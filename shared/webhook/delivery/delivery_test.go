@@ -107,6 +107,8 @@ func TestDeliverAction(t *testing.T) {
 		{`{"action":"move","params":{"x":1}}`, "move", `{"x":1}`},
 		{` {"action":"wave"} `, "wave", ``},
 		{`{"params":{"x":1},"action":"game.move_2"}`, "game.move_2", `{"x":1}`},
+		// Issue 27.8: a name worlds accept is an action here too.
+		{`{"action":"2x"}`, "2x", ``},
 		{`ok`, "", ""},
 		{``, "", ""},
 		{`{}`, "", ""},
@@ -135,6 +137,10 @@ func TestDeliverAction(t *testing.T) {
 			t.Errorf("%.40q: want no action, got %q", c.body, r.Action.Action)
 		case c.action != "" && (r.Action == nil || r.Action.Action != c.action || string(r.Action.Params) != c.params):
 			t.Errorf("%.40q: want %s %s, got %+v", c.body, c.action, c.params, r.Action)
+		case c.action == "" && (r.Ignored == "") != (strings.TrimSpace(c.body) == ""):
+			t.Errorf("%.40q: Ignored %q: a body that is not an action must say why, an empty one must not", c.body, r.Ignored)
+		case c.action != "" && r.Ignored != "":
+			t.Errorf("%.40q: an action taken, yet Ignored %q", c.body, r.Ignored)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 // FuzzActionName holds the forwarded action's name check to the
 // expression it replaced.
 func FuzzActionName(f *testing.F) {
-	identtest.Fuzz(f, []string{"move", "chat.say", "a_b-c.d", "0move", "Move", "m"},
-		identtest.Case{Name: "actionName", Match: actionName.Match, Pattern: `^[a-z][a-z0-9_.-]{0,63}$`},
+	identtest.Fuzz(f, []string{"move", "chat.say", "a_b-c.d", "0move", "2x", "Move", "m"},
+		identtest.Case{Name: "actionName", Match: actionName.Match, Pattern: `^[a-z0-9][a-z0-9._-]{0,63}$`},
 	)
 }

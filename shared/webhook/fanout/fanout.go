@@ -96,7 +96,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, s)
 		wg.Go(func() { _ = s.Serve(ln) })
-		if _, err := hooks.Set(ctx, o.World, fmt.Sprintf("aw:fanout-%04d", i), "http://"+ln.Addr().String()+"/"); err != nil {
+		id := fmt.Sprintf("aw:fanout-%04d", i)
+		// A webhook needs a member: the stand-in agent gets the member
+		// item a join writes, without a key behind it.
+		if _, err := o.Store.Write(ctx, store.Put(world.MemberKey(o.World, id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
+			return Result{}, fmt.Errorf("fanout: member %d: %w", i, err)
+		}
+		if _, err := hooks.Set(ctx, o.World, id, "http://"+ln.Addr().String()+"/"); err != nil {
 			return Result{}, fmt.Errorf("fanout: webhook %d: %w", i, err)
 		}
 	}
