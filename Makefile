@@ -22,7 +22,7 @@ PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local local-bin dynamodb-local awn test test-go test-infra python-deps build invoke lint fuzz bench bench-go synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn test test-go test-infra check python-deps build invoke lint fuzz bench bench-go synth deploy diff cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local: local-bin
@@ -56,6 +56,14 @@ awn:
 
 ## test: every test, race detector on, DynamoDB Local and the CDK included (what CI runs: .ci/run).
 test: npm tools python-deps lint build test-go test-infra
+
+## check: the fast inner loop (about a minute warm): gofmt, vet, staticcheck, and the tests of every package
+##   that needs neither DynamoDB Local nor the emulator (`make test` runs them all).
+check: python-deps lint
+	@pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... \
+		| grep -v -e /dynamolocal -e /storetest/stores | cut -d' ' -f1); \
+		echo "check: testing $$(echo $$pkgs | wc -w) packages (those with DynamoDB Local are make test's)"; \
+		$(GO) test -count=1 $$pkgs
 
 test-go: npm tools python-deps
 	$(GO) test -race -count=1 -timeout 15m ./...
