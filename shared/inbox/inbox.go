@@ -219,9 +219,9 @@ func isMediaType(base string) bool {
 // recipient NotFound, without a store call. content is any JSON value but null (at most
 // MaxContentBytes; stored compacted); contentType defaults to
 // DefaultContentType and must look like a MIME type. A recipient that is
-// not a member of world → NotFound. Cost: one TransactWriteItems (a
-// ConditionCheck of the recipient's member item, the message Put and the
-// event Put).
+// not a member of world → NotFound. Cost: one TransactWriteItems through
+// the world's event log (a ConditionCheck of the recipient's member item,
+// the message Put, the event Put and the event head's Update).
 func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
 	if !world.ValidID(w) || !world.ValidAWNID(from) {
 		return Message{}, notJoined() // no such id can have joined
@@ -249,10 +249,9 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 	if err != nil {
 		return Message{}, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
 	}
-	_, err = b.store.Write(ctx,
+	_, err = world.NewLog(b.store, b.ids, b.now).Commit(ctx, ev,
 		store.Check(world.MemberKey(w, to), store.ItemExists()),
 		store.Put(MessageKey(w, to, m.ID), encode(w, m)).When(store.ItemAbsent()),
-		world.EventPut(ev),
 	)
 	var cf *store.ConditionFailedError
 	switch {

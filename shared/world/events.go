@@ -105,12 +105,7 @@ func (s *Service) Append(ctx context.Context, e Event) error {
 	default:
 		return invalid("event visibility must be public, agents or private, not %s", apierror.Quote(string(e.Visibility)))
 	}
-	var err error
-	if e.ID == "" {
-		_, err = s.log.Commit(ctx, e)
-	} else {
-		_, err = s.log.commit(ctx, e, true, nil)
-	}
+	e, err := s.log.commit(ctx, e, e.ID != "", nil)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return apierror.New(apierror.Conflict, "event %s already exists or is not after the newest event of world %s", e.ID, e.World)
 	}

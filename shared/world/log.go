@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -48,11 +49,25 @@ func EventHeadKey(world string) store.Key {
 // reads the head first and then both partitions up to it can never pass an
 // event that commits later. It is the only writer of events; package world
 // writes joins, leaves, actions and Append through it, package inbox its
-// message.received. Safe for concurrent use.
+// message.received. Safe for concurrent use; its state is an optimization
+// of this process's commits, never needed for their order:
+//
+//   - One commit per world at a time (a striped lock): its commits would
+//     only conflict on the head, each loser retrying.
+//   - lead: how far the newest head it lost to was ahead of its clock
+//     (at most MaxClockSkew). Its ids are allocated that far ahead, so a
+//     lagging instance competes with the fastest clock instead of losing
+//     every round to it.
 type Log struct {
 	store store.Store
 	ids   *IDs
 	now   func() time.Time
+	// leadIDs makes the ids allocated ahead of the clock, so that ids has
+	// only ever seen this clock (it keeps ids increasing only while their
+	// millisecond does not jump back and forth).
+	leadIDs *IDs
+	lead    atomic.Int64 // nanoseconds
+	stripes [16]chan struct{}
 }
 
 // NewLog returns the log of st; ids and now default to a fresh IDs and
@@ -68,14 +83,18 @@ func NewLog(st store.Store, ids *IDs, now func() time.Time) *Log {
 	if now == nil {
 		now = time.Now
 	}
-	return &Log{store: st, ids: ids, now: now}
+	l := &Log{store: st, ids: ids, now: now, leadIDs: NewIDs()}
+	for i := range l.stripes {
+		l.stripes[i] = make(chan struct{}, 1)
+	}
+	return l
 }
 
 // Commit writes ev together with the caller's actions in one store.Write:
-// the actions with, then the event's Put (conditioned on a new id), then
-// the update of the world's head, conditioned on its last id being lower
-// than the event's (or absent). It allocates ev.ID itself at the log's
-// clock, as late as it can, and returns the event as committed.
+// the actions with, then the update of the world's head (conditioned on
+// its last id being lower than the event's, or absent), then the event's
+// Put (conditioned on a new id). It allocates ev.ID itself, as late as it
+// can, and returns the event as committed.
 //
 // When the head is already at or past the id (a later id committed while
 // this one was on its way, or this instance's clock lags), Commit
@@ -95,28 +114,39 @@ func NewLog(st store.Store, ids *IDs, now func() time.Time) *Log {
 // and the head add 2 write units each in AWS: a transaction writes twice);
 // settling adds 1 UpdateItem and, when the head was past, 1 GetItem.
 func (l *Log) Commit(ctx context.Context, ev Event, with ...store.Action) (Event, error) {
-	ev.ID = l.ids.New(l.now())
 	return l.commit(ctx, ev, false, with)
 }
 
 // commit is Commit; fixed keeps the caller's ev.ID, so a head at or past
 // it fails with a *store.ConditionFailedError (Append's Conflict).
 func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Action) (Event, error) {
+	stripe := l.stripes[fnv32(ev.World)%uint32(len(l.stripes))]
+	select {
+	case stripe <- struct{}{}:
+	case <-ctx.Done():
+		return ev, fmt.Errorf("world %s: waiting to commit: %w: %w", ev.World, ctx.Err(), store.ErrUnavailable)
+	}
+	defer func() { <-stripe }()
+	if !fixed {
+		ev.ID = l.allocate()
+	}
 	n := len(with)
 	acts := make([]store.Action, n+2)
 	copy(acts, with)
 	for attempt := 1; ; attempt++ {
-		acts[n], acts[n+1] = EventPut(ev), headUpdate(ev)
+		acts[n], acts[n+1] = headUpdate(ev), EventPut(ev)
 		_, err := l.store.Write(ctx, acts...)
 		var cf *store.ConditionFailedError
 		switch {
 		case err == nil:
 			return ev, nil
-		case errors.As(err, &cf) && cf.Action == n+1:
+		case errors.As(err, &cf) && cf.Action >= n:
+			// The head is at or past the id (reported first when the
+			// event's id is taken too, which only a later commit can do).
 			if fixed {
 				return ev, err
 			}
-			ev.ID = l.next(cf.Item.Str(attrLast))
+			ev.ID = l.next(cf.Item.Str(attrLast), ev.ID)
 		case errors.Is(err, store.ErrOutcomeUnknown):
 			done, serr := l.settle(ctx, ev)
 			if serr != nil {
@@ -128,7 +158,7 @@ func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Act
 			if fixed || ctx.Err() != nil {
 				return ev, fmt.Errorf("world %s: event %s was not written (%w): %w", ev.World, ev.ID, err, store.ErrUnavailable)
 			}
-			ev.ID = l.next(ev.ID)
+			ev.ID = l.next(ev.ID, ev.ID)
 		default:
 			return ev, err
 		}
@@ -136,6 +166,23 @@ func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Act
 			return ev, fmt.Errorf("world %s: %d commits of an event each found a later one first: %w", ev.World, attempt, store.ErrUnavailable)
 		}
 	}
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
+}
+
+// allocate returns a fresh id at the clock plus the lead.
+func (l *Log) allocate() string {
+	now := l.now()
+	if d := time.Duration(l.lead.Load()); d > 0 {
+		return l.leadIDs.New(now.Add(d))
+	}
+	return l.ids.New(now)
 }
 
 // headUpdate moves world's head to ev.ID if it is past the head; a failure
@@ -181,18 +228,30 @@ func (l *Log) settle(ctx context.Context, ev Event) (bool, error) {
 	return true, nil
 }
 
-// next returns an id past last (the head), at the log's clock when that is
-// later.
-func (l *Log) next(last string) string {
+// next returns an id past last (the head; when unknown, tried, the id
+// that just lost) and learns the lead: a fresh id when the clock plus the
+// lead is past the head's millisecond, else the head's successor.
+func (l *Log) next(last, tried string) string {
 	h, err := ulid.ParseStrict(last)
 	if err != nil {
-		return l.ids.New(l.now()) // no head: cannot be in the way
+		if h, err = ulid.ParseStrict(tried); err != nil {
+			return l.allocate()
+		}
 	}
-	t := l.now()
-	if ht := ulid.Time(h.Time()); ht.After(t) {
-		t = ht
+	now := l.now()
+	// No margin is added: the head's writer allocated it a round trip
+	// ago, so the lead learned is at most that writer's true offset, and
+	// two instances learning from each other do not ratchet up.
+	if ahead := ulid.Time(h.Time()).Sub(now); ahead > 0 {
+		ahead = min(ahead, MaxClockSkew)
+		for {
+			cur := l.lead.Load()
+			if int64(ahead) <= cur || l.lead.CompareAndSwap(cur, int64(ahead)) {
+				break
+			}
+		}
 	}
-	if id := l.ids.New(t); id > last {
+	if id := l.allocate(); id > h.String() {
 		return id
 	}
 	return successor(h)
