@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -187,12 +188,22 @@ func (s *Service) events(ctx context.Context, world, awnID, after string, limit 
 	// (limit, or the 1 MB cut) is complete only up to its last id: the
 	// answer stops at the lowest such id, so an event of the other
 	// partition past it is read by the next poll, not passed.
-	bound := head
-	var pages [2][]Event
+	// The two Queries run at once: a poll costs two round trips (the
+	// head, then the pages), not three.
+	var pages [2]store.Page
+	var errs [2]error
+	var wg sync.WaitGroup
 	for i, pk := range []string{SharedEventsPK(world), PrivateEventsPK(world, awnID)} {
-		page, err := s.store.Query(ctx, store.Query{PK: pk, SK: store.SKBetween(lo, head), Limit: limit})
-		if err != nil {
-			return nil, apierror.FromStore("read events", err)
+		wg.Go(func() {
+			pages[i], errs[i] = s.store.Query(ctx, store.Query{PK: pk, SK: store.SKBetween(lo, head), Limit: limit})
+		})
+	}
+	wg.Wait()
+	bound := head
+	var evs [2][]Event
+	for i, page := range pages {
+		if errs[i] != nil {
+			return nil, apierror.FromStore("read events", errs[i])
 		}
 		if n := len(page.Items); page.Cursor != "" && n > 0 {
 			bound = min(bound, page.Items[n-1].Key().SK)
@@ -205,10 +216,10 @@ func (s *Service) events(ctx context.Context, world, awnID, after string, limit 
 			if now.Sub(e.CreatedAt) > EventTTL || !e.VisibleTo(awnID) {
 				continue
 			}
-			pages[i] = append(pages[i], e)
+			evs[i] = append(evs[i], e)
 		}
 	}
-	return merge(pages[0], pages[1], bound, limit), nil
+	return merge(evs[0], evs[1], bound, limit), nil
 }
 
 // merge returns the limit smallest events of a and b (both sorted by id)

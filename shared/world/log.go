@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,8 +53,14 @@ func EventHeadKey(world string) store.Key {
 // message.received. Safe for concurrent use; its state is an optimization
 // of this process's commits, never needed for their order:
 //
-//   - One commit per world at a time (a striped lock): its commits would
-//     only conflict on the head, each loser retrying.
+//   - Group commit: the commits of this process wait in a queue per world
+//     (striped), and whoever finds the queue idle writes what waits — up
+//     to 64 events whose actions touch distinct items — in one Write with
+//     one update of the head. Separately they would only conflict on the
+//     head; together they cost one transaction. A batch that fails for
+//     one caller's reason (its condition) is written again one by one.
+//     A Lambda instance serves one request at a time, so in AWS a batch
+//     is one event; the local harness and benches batch.
 //   - lead: how far the newest head it lost to was ahead of its clock
 //     (at most MaxClockSkew). Its ids are allocated that far ahead, so a
 //     lagging instance competes with the fastest clock instead of losing
@@ -67,7 +74,7 @@ type Log struct {
 	// millisecond does not jump back and forth).
 	leadIDs *IDs
 	lead    atomic.Int64 // nanoseconds
-	stripes [16]chan struct{}
+	queues  [16]queue
 }
 
 // NewLog returns the log of st; ids and now default to a fresh IDs and
@@ -83,11 +90,7 @@ func NewLog(st store.Store, ids *IDs, now func() time.Time) *Log {
 	if now == nil {
 		now = time.Now
 	}
-	l := &Log{store: st, ids: ids, now: now, leadIDs: NewIDs()}
-	for i := range l.stripes {
-		l.stripes[i] = make(chan struct{}, 1)
-	}
-	return l
+	return &Log{store: st, ids: ids, now: now, leadIDs: NewIDs()}
 }
 
 // Commit writes ev together with the caller's actions in one store.Write:
@@ -111,60 +114,214 @@ func NewLog(st store.Store, ids *IDs, now func() time.Time) *Log {
 // store.ErrOutcomeUnknown.
 //
 // Cost: 1 TransactWriteItems of len(with)+2 actions per round (the event
-// and the head add 2 write units each in AWS: a transaction writes twice);
-// settling adds 1 UpdateItem and, when the head was past, 1 GetItem.
+// and the head add 2 write units each in AWS: a transaction writes twice),
+// shared by the commits batched with it; settling adds 1 UpdateItem and,
+// when the head was past, 1 GetItem.
 func (l *Log) Commit(ctx context.Context, ev Event, with ...store.Action) (Event, error) {
 	return l.commit(ctx, ev, false, with)
 }
 
+// request is one commit waiting in its world's queue.
+type request struct {
+	ctx   context.Context
+	ev    Event
+	with  []store.Action
+	fixed bool
+	err   error
+	done  chan struct{}
+}
+
+// queue holds the commits of the worlds of one stripe; busy while one of
+// its callers drains it.
+type queue struct {
+	mu      sync.Mutex
+	waiting []*request
+	busy    bool
+}
+
+// Batches: at most this many events, and this many bytes of their data
+// and the callers' items, per Write (store.MaxWriteBytes is 4 MiB).
+const (
+	maxBatch      = 64
+	maxBatchBytes = 2 << 20
+	batchTimeout  = 10 * time.Second
+)
+
 // commit is Commit; fixed keeps the caller's ev.ID, so a head at or past
 // it fails with a *store.ConditionFailedError (Append's Conflict).
+//
+// The caller queues its request; the first caller to find its queue idle
+// drains it, a batch at a time, while later callers wait for their answer.
 func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Action) (Event, error) {
-	stripe := l.stripes[fnv32(ev.World)%uint32(len(l.stripes))]
-	select {
-	case stripe <- struct{}{}:
-	case <-ctx.Done():
-		return ev, fmt.Errorf("world %s: waiting to commit: %w: %w", ev.World, ctx.Err(), store.ErrUnavailable)
+	r := &request{ctx: ctx, ev: ev, with: with, fixed: fixed, done: make(chan struct{})}
+	q := &l.queues[fnv32(ev.World)%uint32(len(l.queues))]
+	q.mu.Lock()
+	q.waiting = append(q.waiting, r)
+	drain := !q.busy
+	q.busy = true
+	q.mu.Unlock()
+	if drain {
+		l.drain(q)
 	}
-	defer func() { <-stripe }()
+	<-r.done
+	return r.ev, r.err
+}
+
+// drain commits the queue's requests until it is empty.
+func (l *Log) drain(q *queue) {
+	for {
+		q.mu.Lock()
+		if len(q.waiting) == 0 {
+			q.busy = false
+			q.mu.Unlock()
+			return
+		}
+		var batch []*request
+		batch, q.waiting = takeBatch(q.waiting)
+		q.mu.Unlock()
+		l.run(batch)
+	}
+}
+
+// takeBatch returns the first request and every later one of the same
+// world that fits with it in one Write: none fixed, no item touched twice
+// (a Write may touch an item once), within MaxActions and maxBatchBytes.
+func takeBatch(reqs []*request) (batch, rest []*request) {
+	first := reqs[0]
+	batch = []*request{first}
+	if first.fixed {
+		return batch, reqs[1:]
+	}
+	keys := map[store.Key]bool{}
+	actions, bytes := 1, 0
+	fits := func(r *request) bool {
+		if r.fixed || r.ev.World != first.ev.World || len(batch) >= maxBatch || actions+len(r.with)+1 > store.MaxActions {
+			return false
+		}
+		size := len(r.ev.Data)
+		for _, a := range r.with {
+			if keys[a.Key] {
+				return false
+			}
+			size += store.ItemSize(a.Item) + store.ItemSize(a.Set)
+		}
+		if bytes+size > maxBatchBytes && len(batch) > 0 {
+			return false
+		}
+		for _, a := range r.with {
+			keys[a.Key] = true
+		}
+		actions, bytes = actions+len(r.with)+1, bytes+size
+		return true
+	}
+	batch = batch[:0]
+	for _, r := range reqs {
+		if fits(r) {
+			batch = append(batch, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return batch, rest
+}
+
+// run commits a batch and answers its callers. A batch of several that
+// fails for a reason of one caller's (a condition, a limit) is committed
+// again one by one, so that each caller gets its own answer.
+func (l *Log) run(batch []*request) {
+	if len(batch) == 1 {
+		r := batch[0]
+		r.err = l.write(r.ctx, batch)
+		close(r.done)
+		return
+	}
+	// The batch is not one caller's: one caller's context ending must not
+	// fail the others.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
+	err := l.write(ctx, batch)
+	cancel()
+	if err != nil && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrOutcomeUnknown) {
+		for _, r := range batch {
+			r.err = l.write(r.ctx, []*request{r})
+			close(r.done)
+		}
+		return
+	}
+	for _, r := range batch {
+		r.err = err
+		close(r.done)
+	}
+}
+
+// write commits batch in one store.Write: the callers' actions, the head's
+// update, the events' Puts. A failed condition of a caller's action is
+// returned with its index in that caller's actions (as Commit promises for
+// a batch of one).
+func (l *Log) write(ctx context.Context, batch []*request) error {
+	fixed := batch[0].fixed
 	if !fixed {
-		ev.ID = l.allocate()
+		l.allocateAfter(batch, "")
 	}
-	n := len(with)
-	acts := make([]store.Action, n+2)
-	copy(acts, with)
+	var acts []store.Action
+	for _, r := range batch {
+		acts = append(acts, r.with...)
+	}
+	n := len(acts)
+	acts = append(acts, make([]store.Action, 1+len(batch))...)
 	for attempt := 1; ; attempt++ {
-		acts[n], acts[n+1] = headUpdate(ev), EventPut(ev)
+		first, last := batch[0].ev, batch[len(batch)-1].ev
+		acts[n] = headUpdate(first.World, first.ID, last.ID)
+		for i, r := range batch {
+			acts[n+1+i] = EventPut(r.ev)
+		}
 		_, err := l.store.Write(ctx, acts...)
 		var cf *store.ConditionFailedError
 		switch {
 		case err == nil:
-			return ev, nil
+			return nil
 		case errors.As(err, &cf) && cf.Action >= n:
-			// The head is at or past the id (reported first when the
-			// event's id is taken too, which only a later commit can do).
+			// The head is at or past the first id (reported first when
+			// an event's id is taken too, which only a later commit can do).
 			if fixed {
-				return ev, err
+				return err
 			}
-			ev.ID = l.next(cf.Item.Str(attrLast), ev.ID)
+			l.allocateAfter(batch, cf.Item.Str(attrLast))
 		case errors.Is(err, store.ErrOutcomeUnknown):
-			done, serr := l.settle(ctx, ev)
+			done, serr := l.settle(ctx, first, last)
 			if serr != nil {
-				return ev, fmt.Errorf("world %s: event %s: %w; settling it: %w", ev.World, ev.ID, err, serr)
+				return fmt.Errorf("world %s: events %s…%s: %w; settling it: %w", first.World, first.ID, last.ID, err, serr)
 			}
 			if done {
-				return ev, nil
+				return nil
 			}
 			if fixed || ctx.Err() != nil {
-				return ev, fmt.Errorf("world %s: event %s was not written (%w): %w", ev.World, ev.ID, err, store.ErrUnavailable)
+				return fmt.Errorf("world %s: events %s…%s were not written (%w): %w", first.World, first.ID, last.ID, err, store.ErrUnavailable)
 			}
-			ev.ID = l.next(ev.ID, ev.ID)
+			l.allocateAfter(batch, last.ID)
 		default:
-			return ev, err
+			return err
 		}
 		if attempt >= commitAttempts {
-			return ev, fmt.Errorf("world %s: %d commits of an event each found a later one first: %w", ev.World, attempt, store.ErrUnavailable)
+			return fmt.Errorf("world %s: %d commits each found a later event first: %w", first.World, attempt, store.ErrUnavailable)
 		}
+	}
+}
+
+// allocateAfter gives the batch's events increasing ids past head ("" for
+// none known).
+func (l *Log) allocateAfter(batch []*request, head string) {
+	prev := head
+	for i, r := range batch {
+		var id string
+		if i == 0 && head != "" {
+			id = l.next(head)
+		} else {
+			id = l.allocate()
+		}
+		if id <= prev {
+			id = successor(ulid.MustParseStrict(prev))
+		}
+		r.ev.ID, prev = id, id
 	}
 }
 
@@ -185,33 +342,35 @@ func (l *Log) allocate() string {
 	return l.ids.New(now)
 }
 
-// headUpdate moves world's head to ev.ID if it is past the head; a failure
-// returns the head.
-func headUpdate(ev Event) store.Action {
-	id := store.S(ev.ID)
-	return store.Update(EventHeadKey(ev.World)).
+// headUpdate moves world's head to last if the head is below first (or
+// absent): the events first…last then commit after every event before
+// them. A failure returns the head.
+func headUpdate(world, first, last string) store.Action {
+	return store.Update(EventHeadKey(world)).
 		SetAttr(AttrType, store.S(TypeEventHead)).
-		SetAttr(attrLast, id).
-		When(store.Or(store.NotExists(attrLast), store.Lt(attrLast, id))).
+		SetAttr(attrLast, store.S(last)).
+		When(store.Or(store.NotExists(attrLast), store.Lt(attrLast, store.S(first)))).
 		OnFailReturn()
 }
 
-// settle decides an unknown outcome of ev's commit: true if it committed,
-// false if it did not and never will (the head is at or past its id).
-func (l *Log) settle(ctx context.Context, ev Event) (bool, error) {
+// settle decides an unknown outcome of the commit of the events
+// first…last: true if it committed, false if it did not and never will.
+func (l *Log) settle(ctx context.Context, first, last Event) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	// The fence: once the head is at ev.ID, the write in doubt (whose
-	// head condition is last < ev.ID) cannot commit any more.
-	_, err := l.store.Write(ctx, headUpdate(ev))
+	// The fence: the write in doubt carried this very update, so once it
+	// applies (or fails: the head at or past first), that write cannot
+	// commit any more.
+	_, err := l.store.Write(ctx, headUpdate(first.World, first.ID, last.ID))
 	switch {
 	case err == nil:
-		return false, nil // the head was below the id: ours had not committed
+		return false, nil // the head was below first: ours had not committed
 	case !errors.Is(err, store.ErrConditionFailed):
 		return false, err
 	}
-	// The head is at or past the id: ours committed, or a later one did.
-	it, err := l.store.Get(ctx, EventKey(ev))
+	// The head is at or past first: ours committed (all its events at
+	// once), or a later one did.
+	it, err := l.store.Get(ctx, EventKey(first))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -222,27 +381,24 @@ func (l *Log) settle(ctx context.Context, ev Event) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if got.Type != ev.Type || string(got.Data) != string(ev.Data) || !got.CreatedAt.Equal(ev.CreatedAt) {
-		return false, fmt.Errorf("world %s: event %s holds another event: %w", ev.World, ev.ID, store.ErrConditionFailed)
+	if got.Type != first.Type || string(got.Data) != string(first.Data) || !got.CreatedAt.Equal(first.CreatedAt) {
+		return false, fmt.Errorf("world %s: event %s holds another event: %w", first.World, first.ID, store.ErrConditionFailed)
 	}
 	return true, nil
 }
 
-// next returns an id past last (the head; when unknown, tried, the id
-// that just lost) and learns the lead: a fresh id when the clock plus the
-// lead is past the head's millisecond, else the head's successor.
-func (l *Log) next(last, tried string) string {
-	h, err := ulid.ParseStrict(last)
+// next returns an id past head and learns the lead: a fresh id when the
+// clock plus the lead is past the head's millisecond, else the head's
+// successor.
+func (l *Log) next(head string) string {
+	h, err := ulid.ParseStrict(head)
 	if err != nil {
-		if h, err = ulid.ParseStrict(tried); err != nil {
-			return l.allocate()
-		}
+		return l.allocate()
 	}
-	now := l.now()
 	// No margin is added: the head's writer allocated it a round trip
 	// ago, so the lead learned is at most that writer's true offset, and
 	// two instances learning from each other do not ratchet up.
-	if ahead := ulid.Time(h.Time()).Sub(now); ahead > 0 {
+	if ahead := ulid.Time(h.Time()).Sub(l.now()); ahead > 0 {
 		ahead = min(ahead, MaxClockSkew)
 		for {
 			cur := l.lead.Load()
@@ -251,7 +407,7 @@ func (l *Log) next(last, tried string) string {
 			}
 		}
 	}
-	if id := l.allocate(); id > h.String() {
+	if id := l.allocate(); id > head {
 		return id
 	}
 	return successor(h)
