@@ -277,6 +277,8 @@ type waitClock struct {
 	now   time.Time
 	wakes []wake
 	armed chan struct{}
+	// seen counts wake-ups whose armed signal waiting took, not fired yet.
+	seen int
 }
 
 type wake struct {
@@ -315,6 +317,9 @@ func (c *waitClock) waiting(t *testing.T, done <-chan error) {
 	t.Helper()
 	select {
 	case <-c.armed:
+		c.mu.Lock()
+		c.seen++
+		c.mu.Unlock()
 	case err := <-done:
 		t.Fatalf("the poll returned (%v) where it should wait", err)
 	case <-time.After(guard):
@@ -327,9 +332,10 @@ func (c *waitClock) waiting(t *testing.T, done <-chan error) {
 func (c *waitClock) runUntil(t *testing.T, done <-chan error) error {
 	t.Helper()
 	c.mu.Lock()
-	pending := len(c.wakes) > 0 // armed, and seen by waiting
+	seen := c.seen > 0
+	c.seen = 0
 	c.mu.Unlock()
-	if pending {
+	if seen {
 		c.fire()
 	}
 	for {
