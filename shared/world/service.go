@@ -85,9 +85,10 @@ type Subjects interface {
 	NameForKey(ctx context.Context, key ed25519.PublicKey) (string, error)
 }
 
-// Service is the world domain over a store. It holds no mutable state of
-// its own (IDs only orders ids); one Service serves any number of
-// concurrent requests.
+// Service is the world domain over a store. It holds no state of the
+// domain: IDs orders ids, and its Log batches the process's commits and
+// remembers how far ahead of this clock the event heads run; one Service
+// serves any number of concurrent requests.
 type Service struct {
 	store    store.Store
 	now      func() time.Time
