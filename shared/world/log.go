@@ -161,14 +161,16 @@ func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Act
 	q.busy = true
 	q.mu.Unlock()
 	if drain {
-		l.drain(q)
+		l.drain(q, r)
 	}
 	<-r.done
 	return r.ev, r.err
 }
 
-// drain commits the queue's requests until it is empty.
-func (l *Log) drain(q *queue) {
+// drain commits the queue's requests until it is empty, or, once own (the
+// draining caller's request) is answered, hands what is left to a
+// goroutine: a caller is not kept draining for others under steady load.
+func (l *Log) drain(q *queue, own *request) {
 	for {
 		q.mu.Lock()
 		if len(q.waiting) == 0 {
@@ -176,10 +178,24 @@ func (l *Log) drain(q *queue) {
 			q.mu.Unlock()
 			return
 		}
+		if own != nil && answered(own) {
+			q.mu.Unlock()
+			go l.drain(q, nil)
+			return
+		}
 		var batch []*request
 		batch, q.waiting = takeBatch(q.waiting)
 		q.mu.Unlock()
 		l.run(batch)
+	}
+}
+
+func answered(r *request) bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
 	}
 }
 
