@@ -68,8 +68,8 @@
 // further as writers multiply. Commits waiting in one process share a
 // transaction (Log's group commit), so a batch is one commit against the
 // ceiling; a Lambda instance has one request at a time and does not batch.
-// On DynamoDB Local (TestEventLogSoak) the figure is far lower: its
-// transactions take 40–170 ms each on a loaded machine.
+// DynamoDB Local's transactions are far slower than DynamoDB's, so the
+// soak's figure (TestEventLogSoak, in the README) is no estimate of AWS.
 //
 // # Writes and races
 //
