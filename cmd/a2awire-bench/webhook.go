@@ -71,16 +71,17 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 		}
 	}
 	ids := world.NewIDs()
+	evlog := world.NewLog(st, ids, nil)
 	seq := uint64(0)
 	deliver := func(vis world.Visibility, recipient string) (capacity.Report, error) {
 		e, err := ids.NewEvent(w, world.PresenceChanged, vis, recipient, map[string]any{"bench": true}, time.Now())
 		if err != nil {
 			return nil, err
 		}
-		put := world.EventPut(e)
-		if _, err := st.Write(ctx, put); err != nil {
+		if e, err = evlog.Commit(ctx, e); err != nil {
 			return nil, fmt.Errorf("event: %w", err)
 		}
+		put := world.EventPut(e)
 		it := maps.Clone(put.Item)
 		it[store.AttrPK], it[store.AttrSK] = store.S(put.Key.PK), store.S(put.Key.SK)
 		seq++

@@ -124,9 +124,13 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 		"join":     func() (http.Handler, error) { return worldhttp.NewJoin(as(deps.Options, "world-join"), deps.World) },
 		"send":     func() (http.Handler, error) { return worldhttp.NewSend(as(deps.Options, "world-send"), box) },
 		"messages": func() (http.Handler, error) { return worldhttp.NewMessages(as(deps.Options, "world-messages"), box) },
-		"agents":   func() (http.Handler, error) { return worldhttp.NewAgents(as(deps.Options, "world-agents"), deps.World, world.Presence) },
-		"events":   func() (http.Handler, error) { return worldhttp.NewEvents(as(deps.Options, "world-events"), deps.World) },
-		"tight":    func() (http.Handler, error) { return worldhttp.NewSend(as(tightDeps.Options, "world-send"), inbox.New(st)) },
+		"agents": func() (http.Handler, error) {
+			return worldhttp.NewAgents(as(deps.Options, "world-agents"), deps.World, world.Presence)
+		},
+		"events": func() (http.Handler, error) { return worldhttp.NewEvents(as(deps.Options, "world-events"), deps.World) },
+		"tight": func() (http.Handler, error) {
+			return worldhttp.NewSend(as(tightDeps.Options, "world-send"), inbox.New(st))
+		},
 	} {
 		h, err := build()
 		if err != nil {

@@ -246,9 +246,10 @@ func isMediaType(base string) bool {
 // DefaultContentType and must look like a MIME type. A recipient that is
 // not a member of world → NotFound; a sender that is not one when the
 // message is written (its leave raced the send) → NotJoined: both are
-// conditions of the Write itself, not of a check before it. Cost: one
-// TransactWriteItems (ConditionChecks of the recipient's and the sender's
-// member items, the message Put and the event Put).
+// conditions of the write itself, not of a check before it. Cost: one
+// TransactWriteItems through the world's event log (ConditionChecks of the
+// recipient's and the sender's member items, the message Put, the event
+// Put and the event head's Update).
 func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
 	if !world.ValidID(w) || !world.ValidAWNID(from) {
 		return Message{}, notJoined() // no such id can have joined
@@ -276,17 +277,16 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 	if err != nil {
 		return Message{}, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
 	}
-	acts := []store.Action{
+	with := []store.Action{
 		store.Check(world.MemberKey(w, to), store.ItemExists()),
 		store.Put(MessageKey(w, to, m.ID), encode(w, m)).When(store.ItemAbsent()),
-		world.EventPut(ev),
 	}
 	sender := -1
 	if from != to { // one transaction may not name an item twice
-		sender = len(acts)
-		acts = append(acts, world.MemberCheck(w, from))
+		sender = len(with)
+		with = append(with, world.MemberCheck(w, from))
 	}
-	_, err = b.store.Write(ctx, acts...)
+	_, err = world.NewLog(b.store, b.ids, b.now).Commit(ctx, ev, with...)
 	var cf *store.ConditionFailedError
 	switch {
 	case err == nil:

@@ -68,7 +68,8 @@ type Store interface {
 	Query(ctx context.Context, q Query) (Page, error)
 	// Write applies 1–MaxActions actions atomically: all of them or none.
 	// A failed condition returns a *ConditionFailedError (errors.Is
-	// ErrConditionFailed). The result has one entry per action: the item
+	// ErrConditionFailed); an error wrapping ErrOutcomeUnknown leaves
+	// open whether the actions were applied. The result has one entry per action: the item
 	// after an Update whose ReturnNew is set, nil otherwise.
 	Write(ctx context.Context, actions ...Action) ([]Item, error)
 }
@@ -93,6 +94,15 @@ var (
 	// transaction kept conflicting) after its own retries. Nothing was
 	// written; the caller may retry later (503 with Retry-After).
 	ErrUnavailable = errors.New("store: temporarily unavailable")
+	// ErrOutcomeUnknown means a Write may or may not have been applied:
+	// the engine lost the answer (a dropped connection, an internal error
+	// of DynamoDB, the caller's context ending mid-request) or committed
+	// without making the commit durable (bolt's fsync failing after the
+	// commit). It is neither success nor failure and never wraps
+	// ErrUnavailable: a caller must resolve it — re-read what the write
+	// would have changed, or retry it idempotently — before it adjusts
+	// anything (a count, a reply) on either outcome.
+	ErrOutcomeUnknown = errors.New("store: outcome of the write is unknown")
 )
 
 // ConditionFailedError reports which action's condition failed.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -61,8 +62,9 @@ func MemberCheck(world, awnID string) store.Action {
 // JSON object ≤ 64 KiB, and appends an agents-visible action.submitted
 // {actionId, awnId, action, params}; it returns actionId (a ULID).
 // Unknown world → NotFound; awnID not a member when the event is written →
-// NotJoined. Cost: 1 GetItem (the manifest) and 1 TransactWriteItems (the
-// ConditionCheck of awnID's member item, the event's Put).
+// NotJoined. Cost: 1 GetItem (the manifest) and 1 Commit (a
+// TransactWriteItems of the ConditionCheck of awnID's member item, the
+// event and the world's event head).
 func (s *Service) SubmitAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error) {
 	return s.submit(ctx, world, awnID, action, params, "")
 }
@@ -110,29 +112,37 @@ func (s *Service) submit(ctx context.Context, world, awnID, action string, param
 	if err != nil {
 		return "", internal(err)
 	}
-	_, err = s.store.Write(ctx, EventPut(ev), MemberCheck(world, awnID))
+	_, err = s.log.Commit(ctx, ev, MemberCheck(world, awnID))
 	var cf *store.ConditionFailedError
 	switch {
 	case err == nil:
 		return id, nil
-	case errors.As(err, &cf) && cf.Action == 1:
+	case errors.As(err, &cf) && cf.Action == 0:
 		return "", notJoined(world)
 	default:
 		return "", apierror.FromStore("submit action", err)
 	}
 }
 
-// Append writes one event (for other domains and the harness): 1 PutItem.
-// An empty ID gets a fresh ULID and a zero CreatedAt the service's now.
+// Append writes one event (for other domains and the harness) through
+// the log: 1 TransactWriteItems of the event and the head. An empty ID
+// gets a fresh ULID and a zero CreatedAt the service's now. An explicit ID
+// must be later than every event the world has (Conflict otherwise, as for
+// an id already taken) and not from the future (beyond now + MaxClockSkew:
+// Invalid), since the head would hold every later event back.
 func (s *Service) Append(ctx context.Context, e Event) error {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = s.now().UTC()
 	}
-	if e.ID == "" {
-		e.ID = s.ids.New(e.CreatedAt)
-	}
-	if _, err := ulid.ParseStrict(e.ID); err != nil {
-		return invalid("event id must be a ULID")
+	if e.ID != "" {
+		id, err := ulid.ParseStrict(e.ID)
+		if err != nil {
+			return invalid("event id must be a ULID")
+		}
+		if ulid.Time(id.Time()).After(s.now().Add(MaxClockSkew)) {
+			return invalid("event id %s is from the future", e.ID)
+		}
+		e.ID = id.String()
 	}
 	if !worldIDShape.Match(e.World) || e.Type == "" {
 		return invalid("an event needs a world and a type")
@@ -150,47 +160,21 @@ func (s *Service) Append(ctx context.Context, e Event) error {
 	default:
 		return invalid("event visibility must be public, agents or private, not %s", apierror.Quote(string(e.Visibility)))
 	}
-	if _, err := s.store.Write(ctx, EventPut(e)); err != nil {
-		if errors.Is(err, store.ErrConditionFailed) {
-			return apierror.New(apierror.Conflict, "event %s already exists", e.ID)
-		}
+	e, err := s.log.commit(ctx, e, e.ID != "", nil)
+	if errors.Is(err, store.ErrConditionFailed) {
+		return apierror.New(apierror.Conflict, "event %s already exists or is not after the newest event of world %s", e.ID, e.World)
+	}
+	if err != nil {
 		return apierror.FromStore("append event", err)
 	}
 	return nil
 }
 
-// eventRange is the sort-key condition of a poll after cursor at now:
-// after the cursor, and never before the oldest event still kept, so
-// expired events are not even read.
-func eventRange(after string, now time.Time) store.SortCond {
-	floor := CursorFloor(now.Add(-EventTTL))
-	if after == "" || after < floor {
-		return store.SKGE(floor)
-	}
-	return store.SKGT(after)
-}
-
-// Events returns up to limit (1..100, 0 = 50) events of world visible to
-// awnID with ids after `after` ("" = from the oldest kept; otherwise a
-// ULID, else Invalid), oldest first. Cost: 2 Queries, one of the world's
-// shared partition and one of the member's private partition, each of at
-// most limit items; the result is the limit smallest ids of the two pages
-// (correct because both are sorted).
-//
-// Ids come from each writer's clock, so ids made by one process are in
-// commit order, but an event written by another instance whose clock lags,
-// or whose write took longer than a later one's, can commit with an id
-// below a cursor a poller already passed; such a poller does not see it.
-// The webhook dispatcher reads the change feed instead and is not affected.
-func (s *Service) Events(ctx context.Context, world, awnID, after string, limit int) ([]Event, error) {
-	limit, after, err := pollArgs(limit, after)
-	if err != nil {
-		return nil, err
-	}
-	return s.events(ctx, world, awnID, after, limit)
-}
-
-func pollArgs(limit int, after string) (int, string, error) {
+// pollArgs checks a poll's limit and cursor at now. A cursor is an id this
+// world returned, so its time is at most the fastest writer's clock: one
+// later than now + MaxClockSkew is from the future and refused before any
+// store call (a cursor past the head is refused after reading it).
+func pollArgs(limit int, after string, now time.Time) (int, string, error) {
 	switch {
 	case limit == 0:
 		limit = DefaultEventLimit
@@ -202,22 +186,81 @@ func pollArgs(limit int, after string) (int, string, error) {
 		if err != nil {
 			return 0, "", invalid("after must be an event id (a ULID) this world returned; got %s", apierror.Quote(after))
 		}
+		if ulid.Time(id.Time()).After(now.Add(MaxClockSkew)) {
+			return 0, "", futureCursor(after)
+		}
 		after = id.String() // upper case, as ids are stored
 	}
 	return limit, after, nil
+}
+
+func futureCursor(after string) error {
+	return invalid("after %s is later than the newest event of this world; pass an event id this world returned", apierror.Quote(after))
+}
+
+// Events returns up to limit (1..100, 0 = 50) events of world visible to
+// awnID with ids after `after` ("" = from the oldest kept; otherwise an id
+// this world returned, else Invalid), oldest first. A reader that passes
+// the last id it got as the next `after` sees every event visible to it
+// exactly once, in id order (see the package doc, "Event order").
+//
+// Cost: 1 GetItem (the head), then, when the head is past the cursor,
+// 2 Queries, one of the world's shared partition and one of the member's
+// private partition, each of at most limit items between the cursor and
+// the head.
+func (s *Service) Events(ctx context.Context, world, awnID, after string, limit int) ([]Event, error) {
+	limit, after, err := pollArgs(limit, after, s.now())
+	if err != nil {
+		return nil, err
+	}
+	return s.events(ctx, world, awnID, after, limit)
 }
 
 func (s *Service) events(ctx context.Context, world, awnID, after string, limit int) ([]Event, error) {
 	if !validMember(world, awnID) {
 		return nil, notJoined(world)
 	}
+	head, err := s.log.Head(ctx, world)
+	if err != nil {
+		return nil, apierror.FromStore("read events", err)
+	}
+	if after > head {
+		return nil, futureCursor(after)
+	}
 	now := s.now()
-	sk := eventRange(after, now)
-	var pages [2][]Event
+	lo := CursorFloor(now.Add(-EventTTL))
+	if after != "" {
+		if next := successor(ulid.MustParseStrict(after)); next > lo {
+			lo = next
+		}
+	}
+	if after == head || lo > head {
+		return []Event{}, nil
+	}
+	// Every event with an id up to head has committed (commits are in id
+	// order), so both partitions are complete up to it. A page cut short
+	// (limit, or the 1 MB cut) is complete only up to its last id: the
+	// answer stops at the lowest such id, so an event of the other
+	// partition past it is read by the next poll, not passed.
+	// The two Queries run at once: a poll costs two round trips (the
+	// head, then the pages), not three.
+	var pages [2]store.Page
+	var errs [2]error
+	var wg sync.WaitGroup
 	for i, pk := range []string{SharedEventsPK(world), PrivateEventsPK(world, awnID)} {
-		page, err := s.store.Query(ctx, store.Query{PK: pk, SK: sk, Limit: limit})
-		if err != nil {
-			return nil, apierror.FromStore("read events", err)
+		wg.Go(func() {
+			pages[i], errs[i] = s.store.Query(ctx, store.Query{PK: pk, SK: store.SKBetween(lo, head), Limit: limit})
+		})
+	}
+	wg.Wait()
+	bound := head
+	var evs [2][]Event
+	for i, page := range pages {
+		if errs[i] != nil {
+			return nil, apierror.FromStore("read events", errs[i])
+		}
+		if n := len(page.Items); page.Cursor != "" && n > 0 {
+			bound = min(bound, page.Items[n-1].Key().SK)
 		}
 		for _, it := range page.Items {
 			e, err := DecodeEvent(it)
@@ -227,64 +270,70 @@ func (s *Service) events(ctx context.Context, world, awnID, after string, limit 
 			if now.Sub(e.CreatedAt) > EventTTL || !e.VisibleTo(awnID) {
 				continue
 			}
-			pages[i] = append(pages[i], e)
+			evs[i] = append(evs[i], e)
 		}
 	}
-	return merge(pages[0], pages[1], limit), nil
+	return merge(evs[0], evs[1], bound, limit), nil
 }
 
-// merge returns the limit smallest events of a and b, both sorted by id.
-func merge(a, b []Event, limit int) []Event {
+// merge returns the limit smallest events of a and b (both sorted by id)
+// with ids up to bound.
+func merge(a, b []Event, bound string, limit int) []Event {
 	out := make([]Event, 0, min(limit, len(a)+len(b)))
 	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
+		var e Event
 		if len(b) == 0 || (len(a) > 0 && a[0].ID < b[0].ID) {
-			out, a = append(out, a[0]), a[1:]
+			e, a = a[0], a[1:]
 		} else {
-			out, b = append(out, b[0]), b[1:]
+			e, b = b[0], b[1:]
 		}
+		if e.ID > bound {
+			break
+		}
+		out = append(out, e)
 	}
 	return out
 }
 
 // WaitEvents is Events as a long poll: it records the poll (MarkPolled),
-// then queries; while nothing is found it queries again every PollInterval
+// then reads; while nothing is found it reads again every PollInterval
 // until an event arrives, wait (≤ MaxWait, Invalid above) has passed, or
 // ctx's deadline is within 1 s (so a Lambda returns before its timeout).
 // It returns as soon as an event is found, so within about PollInterval
-// of its commit. Cost: 1 UpdateItem, then 2 Queries per check (at most
-// 1 + wait/PollInterval checks).
+// of its commit. Waiting runs on the service's wait clock (WithWaitClock).
+// Cost: 1 UpdateItem, then per check 1 GetItem (the head) and, only when
+// the head has moved past the cursor, 2 Queries (at most 1 +
+// wait/PollInterval checks).
 func (s *Service) WaitEvents(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) ([]Event, error) {
 	if wait < 0 || wait > MaxWait {
 		return nil, invalid("wait must be between 0 and %d seconds, not %v", int(MaxWait/time.Second), wait)
 	}
-	limit, after, err := pollArgs(limit, after)
+	limit, after, err := pollArgs(limit, after, s.now())
 	if err != nil {
 		return nil, err
 	}
-	end := time.Now().Add(wait)
-	if dl, ok := ctx.Deadline(); ok && dl.Add(-deadlineMargin).Before(end) {
-		end = dl.Add(-deadlineMargin)
+	end := s.wait.Now().Add(wait)
+	if dl, ok := ctx.Deadline(); ok {
+		if byDeadline := s.wait.Now().Add(time.Until(dl) - deadlineMargin); byDeadline.Before(end) {
+			end = byDeadline
+		}
 	}
 	if err := s.MarkPolled(ctx, world, awnID); err != nil {
 		return nil, err
 	}
-	timer := time.NewTimer(0)
-	<-timer.C
-	defer timer.Stop()
 	for {
 		evs, err := s.events(ctx, world, awnID, after, limit)
 		if err != nil || len(evs) > 0 {
 			return evs, err
 		}
-		left := time.Until(end)
+		left := end.Sub(s.wait.Now())
 		if left <= 0 {
 			return evs, nil
 		}
-		timer.Reset(min(left, PollInterval))
 		select {
 		case <-ctx.Done():
 			return nil, apierror.FromStore("wait for events", fmt.Errorf("world %s: %w", world, ctx.Err()))
-		case <-timer.C:
+		case <-s.wait.After(min(left, PollInterval)):
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,101 +268,204 @@ func TestAppendValidation(t *testing.T) {
 	wantKind(t, s.Append(ctx, e), apierror.Conflict)
 }
 
-// TestLongPollWakes: a long poll returns within 1 s of an event arriving
-// (within about one PollInterval), and at once when events are waiting.
+// guard keeps a broken poll from hanging a test; nothing is timed by it.
+const guard = 20 * time.Second
+
+// waitClock is a long poll's fake wait clock: After records a wake-up and
+// reports it on armed; the test moves the clock to it with fire.
+type waitClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	wakes []wake
+	armed chan struct{}
+	// seen counts wake-ups whose armed signal waiting took, not fired yet.
+	seen int
+}
+
+type wake struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newWaitClock() *waitClock { return &waitClock{now: t0, armed: make(chan struct{}, 64)} }
+
+func (c *waitClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *waitClock) After(d time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	c.mu.Lock()
+	c.wakes = append(c.wakes, wake{c.now.Add(d), ch})
+	c.mu.Unlock()
+	c.armed <- struct{}{}
+	return ch
+}
+
+// fire moves the clock to the earliest wake-up and wakes its poll.
+func (c *waitClock) fire() {
+	c.mu.Lock()
+	w := c.wakes[0]
+	c.wakes = c.wakes[1:]
+	if w.at.After(c.now) {
+		c.now = w.at
+	}
+	c.mu.Unlock()
+	w.ch <- w.at
+}
+
+// waiting blocks until the poll waits on the clock; a poll that returns
+// instead fails the test.
+func (c *waitClock) waiting(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case <-c.armed:
+		c.mu.Lock()
+		c.seen++
+		c.mu.Unlock()
+	case err := <-done:
+		t.Fatalf("the poll returned (%v) where it should wait", err)
+	case <-time.After(guard):
+		t.Fatal("the poll neither waits nor returns")
+	}
+}
+
+// runUntil wakes the poll each time it waits until it returns, and
+// returns its error.
+func (c *waitClock) runUntil(t *testing.T, done <-chan error) error {
+	t.Helper()
+	c.mu.Lock()
+	seen := c.seen > 0
+	c.seen = 0
+	c.mu.Unlock()
+	if seen {
+		c.fire()
+	}
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-c.armed:
+			c.fire()
+		case <-time.After(guard):
+			t.Fatal("the poll neither waits nor returns")
+		}
+	}
+}
+
+// waitingService is service with the wait clock wc.
+func waitingService(t *testing.T, st store.Store, wc *waitClock) (*world.Service, world.Member, world.Member) {
+	t.Helper()
+	s := world.New(st, world.WithIDs(testIDs), world.WithWaitClock(wc))
+	if _, _, err := s.PutWorld(context.Background(), manifest("lobby"), key(0)); err != nil {
+		t.Fatal(err)
+	}
+	return s, join(t, s, "lobby", 1), join(t, s, "lobby", 2)
+}
+
+// TestLongPollWakes: a long poll returns at once when events are waiting;
+// otherwise it checks once per PollInterval of the wait clock, is not woken
+// by another member's private event, and returns at the first check after
+// an event for it commits (at most PollInterval after it).
 func TestLongPollWakes(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
-		s, a, b := service(t, st, "lobby")
+		wc := newWaitClock()
+		s, a, b := waitingService(t, st, wc)
 		seen, err := s.Events(ctx, "lobby", a.AWNID, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cursor := seen[len(seen)-1].ID
-		start := time.Now()
 		if evs, err := s.WaitEvents(ctx, "lobby", a.AWNID, "", 0, 10*time.Second); err != nil || len(evs) != 2 {
 			t.Fatalf("waiting events: %v, %v", evs, err)
 		}
-		if d := time.Since(start); d > time.Second {
-			t.Fatalf("a poll with events waiting took %v", d)
+		if len(wc.armed) != 0 {
+			t.Fatal("a poll with events waiting waited")
 		}
 		for _, c := range []struct {
 			name      string
 			vis       world.Visibility
 			recipient string
 		}{{"public", world.Public, ""}, {"private", world.Private, a.AWNID}} {
-			appended := make(chan time.Time, 1)
+			var evs []world.Event
+			done := make(chan error, 1)
 			go func() {
-				time.Sleep(300 * time.Millisecond)
-				// Noise for someone else must not wake a.
-				noise := world.Event{Type: world.MessageReceived, World: "lobby", Data: json.RawMessage(`{}`), Visibility: world.Private, Recipient: b.AWNID}
-				if err := s.Append(ctx, noise); err != nil {
-					t.Error(err)
-				}
-				time.Sleep(300 * time.Millisecond)
-				e := world.Event{Type: world.PresenceChanged, World: "lobby", Data: json.RawMessage(`{}`), Visibility: c.vis, Recipient: c.recipient}
-				if err := s.Append(ctx, e); err != nil {
-					t.Error(err)
-				}
-				appended <- time.Now()
+				var err error
+				evs, err = s.WaitEvents(ctx, "lobby", a.AWNID, cursor, 0, 10*time.Second)
+				done <- err
 			}()
-			start := time.Now()
-			evs, err := s.WaitEvents(ctx, "lobby", a.AWNID, cursor, 0, 10*time.Second)
-			done := time.Now()
-			if err != nil || len(evs) != 1 || evs[0].Visibility != c.vis {
+			wc.waiting(t, done)
+			// Noise for someone else must not wake a.
+			noise := world.Event{Type: world.MessageReceived, World: "lobby", Data: json.RawMessage(`{}`), Visibility: world.Private, Recipient: b.AWNID}
+			if err := s.Append(ctx, noise); err != nil {
+				t.Fatal(err)
+			}
+			wc.fire()
+			wc.waiting(t, done)
+			e := world.Event{Type: world.PresenceChanged, World: "lobby", Data: json.RawMessage(`{}`), Visibility: c.vis, Recipient: c.recipient}
+			if err := s.Append(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			appended := wc.Now()
+			if err := wc.runUntil(t, done); err != nil || len(evs) != 1 || evs[0].Visibility != c.vis {
 				t.Fatalf("%s: long poll returned %v, %v", c.name, evs, err)
 			}
-			at := <-appended
-			t.Logf("%s: returned %v after the append (%v after the start)", c.name, done.Sub(at), done.Sub(start))
-			if done.Sub(at) > time.Second {
-				t.Fatalf("%s: long poll returned %v after the event, want < 1 s", c.name, done.Sub(at))
-			}
-			if done.Sub(start) < 500*time.Millisecond {
-				t.Fatalf("%s: long poll returned after %v, before the event", c.name, done.Sub(start))
+			if d := wc.Now().Sub(appended); d > world.PollInterval {
+				t.Fatalf("%s: long poll returned %v after the event, want ≤ %v", c.name, d, world.PollInterval)
 			}
 			cursor = evs[0].ID
 		}
 	})
 }
 
-// TestLongPollDeadline: a long poll returns before a context deadline
-// (leaving it a second), with no events and no error, and stops when its
-// own wait runs out.
+// TestLongPollDeadline: a long poll returns a second before its context's
+// deadline, with no events and no error; otherwise when its own wait runs
+// out (to the wait clock's tick); and a cancelled poll stops with
+// Unavailable.
 func TestLongPollDeadline(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
-		s, a, _ := service(t, st, "lobby")
+		wc := newWaitClock()
+		s, a, _ := waitingService(t, st, wc)
 		seen, err := s.Events(context.Background(), "lobby", a.AWNID, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cursor := seen[len(seen)-1].ID
-		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-		defer cancel()
-		deadline, _ := ctx.Deadline()
-		start := time.Now()
-		evs, err := s.WaitEvents(ctx, "lobby", a.AWNID, cursor, 0, 10*time.Second)
-		done := time.Now()
-		if err != nil || len(evs) != 0 {
-			t.Fatalf("WaitEvents = %v, %v; want no events, no error", evs, err)
+		poll := func(ctx context.Context, wait time.Duration) (time.Duration, error) {
+			done := make(chan error, 1)
+			go func() {
+				evs, err := s.WaitEvents(ctx, "lobby", a.AWNID, cursor, 0, wait)
+				if err == nil && len(evs) != 0 {
+					err = fmt.Errorf("%d events", len(evs))
+				}
+				done <- err
+			}()
+			start := wc.Now()
+			err := wc.runUntil(t, done)
+			return wc.Now().Sub(start), err
 		}
-		t.Logf("returned after %v, %v before the deadline", done.Sub(start), deadline.Sub(done))
-		if !done.Before(deadline) {
-			t.Fatalf("returned %v after the deadline", done.Sub(deadline))
+		// The real deadline is converted to the wait clock once: 10 s
+		// away, the poll ends about 9 s later on the wait clock, before
+		// its 20 s wait.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		took, err := poll(ctx, 20*time.Second)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
 		}
-		if done.Sub(start) < 400*time.Millisecond {
-			t.Fatalf("returned after %v; it should wait until a second before the deadline", done.Sub(start))
+		if took > 9*time.Second || took < 8*time.Second {
+			t.Fatalf("a poll with a deadline 10 s away waited %v on the wait clock, want about 9 s", took)
 		}
-		start = time.Now()
-		if evs, err := s.WaitEvents(context.Background(), "lobby", a.AWNID, cursor, 0, 600*time.Millisecond); err != nil || len(evs) != 0 {
-			t.Fatalf("short wait: %v, %v", evs, err)
+		if took, err := poll(context.Background(), 600*time.Millisecond); err != nil || took != 600*time.Millisecond {
+			t.Fatalf("a 600 ms wait: %v, %v", took, err)
 		}
-		if d := time.Since(start); d < 550*time.Millisecond || d > 5*time.Second {
-			t.Fatalf("a 600 ms wait took %v", d)
-		}
-		// A cancelled poll stops with Unavailable.
 		ctx, cancel = context.WithCancel(context.Background())
-		go func() { time.Sleep(200 * time.Millisecond); cancel() }()
-		_, err = s.WaitEvents(ctx, "lobby", a.AWNID, cursor, 0, 10*time.Second)
-		wantKind(t, err, apierror.Unavailable)
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.WaitEvents(ctx, "lobby", a.AWNID, cursor, 0, 10*time.Second)
+			done <- err
+		}()
+		wc.waiting(t, done)
+		cancel()
+		wantKind(t, <-done, apierror.Unavailable)
 	})
 }

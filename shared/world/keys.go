@@ -15,6 +15,7 @@
 //	webhook        WORLD#<world>          WEBHOOK#<awnId>    webhook   (package webhook)
 //	shared event   EVENTS#<world>         <eventId>          event
 //	private event  EVENTS#<world>#<awnId> <eventId>          event
+//	event head     EVENTHEAD#<world>      HEAD               eventhead
 //	message        INBOX#<world>#<awnId>  MSG#<messageId>    message   (package inbox)
 //
 // The manifest holds the owner's key, the slot counter and the member
@@ -23,7 +24,52 @@
 // route find the signing key of a keyid within one world with one Get.
 // Public and agents-visible events share one partition per world, private
 // events have one per recipient, so a poll is one Query of each; event ids
-// are ULIDs, so sort-key order is time order and an id is a cursor.
+// are ULIDs, so sort-key order is time order and an id is a cursor. The
+// event head holds last, the highest event id committed in the world.
+//
+// # Event order
+//
+// A reader that follows `after` must see every event it may see exactly
+// once, in id order, whatever the writers' number and clocks. Ids come from
+// clocks, and an id allocated before a commit can become visible after a
+// later id has (a slow write, a lagging clock): a cursor past it skips it.
+// So every event commits through Log.Commit, in one transaction with an
+// update of its world's head conditioned on last < the event's id (a batch
+// of events: on last < its first id, setting its last). A writer finding
+// the head at or past its id allocates an id past the head and commits
+// again. Commit order is then id order, across the shared partition and
+// every private one; a lagging instance learns how far ahead the head runs
+// and allocates its ids that far ahead, so it does not lose every round.
+// A reader Gets the head (strongly consistent): every event up to it has
+// committed and no event below it can commit any more. It then Queries
+// both partitions for ids in (after, head], and when a page of either was
+// cut (limit, or the 1 MB cut: it carries a cursor) answers only up to that
+// page's last id. An `after` past the head, or more than MaxClockSkew
+// ahead of the clock, is Invalid: no such cursor was handed out.
+//
+// Alternatives considered: sequence numbers assigned from the table's
+// stream order only events of one partition key (a world's events span
+// several) and add a consumer between a write and its visibility; a read
+// horizon behind the writers' clocks skips whatever commits later than the
+// horizon (a stalled writer), so it is likely but not exact. The head is
+// exact and needs no process of its own.
+//
+// Cost per event: the head's Update joins the event's transaction — in AWS
+// on-demand, 2 more write units (a transactional write of a small item),
+// so an Append is 4 write units where a lone PutItem was 1. Reads per
+// poll: 1 GetItem of the head (1 read unit), and the 2 Queries only when
+// the head is past `after`; a waiting long poll's checks are 1 GetItem
+// each. Ceiling per world: one hot item, on which transactions serialize.
+// DynamoDB allows one partition key about 1,000 write units a second and
+// each commit spends 2 on the head, so at most ~500 commits a second per
+// world; concurrent writers' transactions on the head conflict
+// (TransactionCanceled with TransactionConflict, which the dynamo engine
+// retries with backoff and then reports as Unavailable), which lowers that
+// further as writers multiply. Commits waiting in one process share a
+// transaction (Log's group commit), so a batch is one commit against the
+// ceiling; a Lambda instance has one request at a time and does not batch.
+// DynamoDB Local's transactions are far slower than DynamoDB's, so the
+// soak's figure (TestEventLogSoak, in the README) is no estimate of AWS.
 //
 // # Writes and races
 //
@@ -51,6 +97,13 @@
 // the transaction costs 2 more write units (a transactional item), and a
 // concurrent single-item write of the same member item (a poll recording
 // lastPollAt) can cancel it; the engine retries that conflict.
+//
+// A write the store answers with store.ErrOutcomeUnknown (a lost answer,
+// bolt's fsync failing after the commit) is neither success nor failure:
+// Log.Commit settles it — it moves the head to the event's id unless the
+// head is there already (after that the write in doubt can never commit),
+// then reads the event back — and writes again when it was not applied.
+// Join and Leave change the member count only on a settled outcome.
 //
 // # Errors
 //

@@ -139,10 +139,14 @@ type joinedData struct {
 // registry's key item when Subjects is set, 1 UpdateItem (ADD slots 1,
 // members 1 on the manifest, returning the new slot: no scan, and no
 // transaction on the manifest, so racing joins never conflict on it) and
-// 1 TransactWriteItems (member, member key, event). A rejoin is 1 GetItem.
-// When a racing join of the same key wins the transaction, the loser gives
-// its count back (1 UpdateItem ADD members -1; its slot stays unused) and
-// returns the winner's membership, so the count stays exact.
+// 1 TransactWriteItems through the log (member, member key, event, event
+// head). A rejoin is 1 GetItem. When a racing join of the same key wins
+// the transaction, the loser gives its count back (1 UpdateItem ADD
+// members -1; its slot stays unused) and returns the winner's membership,
+// so the count stays exact. The count is given back only when the
+// membership is known not to have been written: an outcome the store
+// reports as unknown is settled first (the log's Commit settles it; if
+// even that fails, the member item is re-read: ours → joined).
 func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey, metadata json.RawMessage) (Member, bool, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return Member{}, false, invalid("publicKey must be %d bytes, not %d", ed25519.PublicKeySize, len(pub))
@@ -206,7 +210,7 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if md != nil {
 		it[attrMetadata] = store.S(string(md))
 	}
-	_, err = s.store.Write(ctx,
+	_, err = s.log.Commit(ctx, ev,
 		store.Put(MemberKey(world, awnID), it).When(store.ItemAbsent()),
 		store.Put(MemberKeyKey(world, keyID), store.Item{
 			AttrType:      store.S(TypeMemberKey),
@@ -214,10 +218,19 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 			attrKeyID:     store.S(keyID),
 			attrPublicKey: store.B(pub),
 		}).When(store.ItemAbsent()),
-		EventPut(ev),
 	)
 	if err == nil {
 		return m, true, nil
+	}
+	if errors.Is(err, store.ErrOutcomeUnknown) {
+		// The log could not settle it either: the member item tells.
+		// Ours → joined. Absent or another's → the count may still be
+		// ours to keep or give back; it stays, and the error says so.
+		cur, rerr := s.readMember(context.WithoutCancel(ctx), world, awnID)
+		if rerr == nil && cur.JoinedAt.Equal(now) && cur.Slot == slot {
+			return cur, true, nil
+		}
+		return Member{}, false, apierror.FromStore("join world (outcome unknown)", err)
 	}
 	// Nothing of the membership was written: give the count back. A
 	// failure here leaves the count one too high, so it is reported.
@@ -246,11 +259,14 @@ type leftData struct {
 // NotJoined.
 //
 // Cost: 1 GetItem (the member, for its keyid), 1 TransactWriteItems
-// (delete member, member key and webhook, put the event), 1 UpdateItem
+// through the log (delete member, member key and webhook, put the event,
+// move the event head), 1 UpdateItem
 // (ADD members -1, outside the transaction so it never conflicts with
 // joins), then per page of up to 100 inbox messages 1 Query and 1 Write of
 // their Deletes (an empty inbox: 1 Query). Only the leave that wins the
-// conditional delete of the member item decrements the count.
+// conditional delete of the member item decrements the count and clears
+// the inbox; a write whose outcome was unknown counts as won once the log
+// has settled it as committed, and touches nothing while it stays unknown.
 func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 	cur, err := s.readMember(ctx, world, awnID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -264,16 +280,17 @@ func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 	if err != nil {
 		return internal(err)
 	}
-	_, err = s.store.Write(ctx,
+	_, err = s.log.Commit(ctx, ev,
 		store.Delete(MemberKey(world, awnID)).When(store.Eq(attrJoinedAt, store.N(cur.JoinedAt.UnixNano()))),
 		store.Delete(MemberKeyKey(world, cur.KeyID)),
 		store.Delete(WebhookKey(world, awnID)),
-		EventPut(ev),
 	)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return notJoined(world) // a racing leave came first
 	}
 	if err != nil {
+		// Unsettled outcomes included: the count is not touched unless
+		// this leave is known to have won.
 		return apierror.FromStore("leave world", err)
 	}
 	// The membership is gone: finish the rest even if the caller goes.

@@ -86,22 +86,38 @@ type Subjects interface {
 	NameForKey(ctx context.Context, key ed25519.PublicKey) (string, error)
 }
 
-// Service is the world domain over a store. It holds no mutable state of
-// its own (IDs only orders ids); one Service serves any number of
-// concurrent requests.
+// Service is the world domain over a store. It holds no state of the
+// domain: IDs orders ids, and its Log batches the process's commits and
+// remembers how far ahead of this clock the event heads run; one Service
+// serves any number of concurrent requests.
 type Service struct {
 	store    store.Store
 	now      func() time.Time
 	ids      *IDs
 	subjects Subjects
+	log      *Log
+	wait     WaitClock
 }
+
+// WaitClock is the clock a long poll waits on: the real one by default
+// (context deadlines run on it too), a fake one in tests.
+type WaitClock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed.
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Option configures a Service.
 type Option func(*Service)
 
 // WithClock replaces time.Now for every timestamp the service writes or
-// compares (createdAt, joinedAt, lastPollAt, expiry, presence). Long-poll
-// waiting always runs on the real clock, as context deadlines do.
+// compares (createdAt, joinedAt, lastPollAt, expiry, presence, event ids).
+// Long-poll waiting runs on the wait clock (WithWaitClock).
 func WithClock(now func() time.Time) Option {
 	return func(s *Service) {
 		if now != nil {
@@ -119,6 +135,16 @@ func WithIDs(ids *IDs) Option {
 	}
 }
 
+// WithWaitClock replaces the real clock a long poll waits on; a context
+// deadline is still measured on the real one and converted once.
+func WithWaitClock(c WaitClock) Option {
+	return func(s *Service) {
+		if c != nil {
+			s.wait = c
+		}
+	}
+}
+
 // WithSubjects sets the registry lookup of subjectIds; without it every
 // member's subjectId is null.
 func WithSubjects(sub Subjects) Option { return func(s *Service) { s.subjects = sub } }
@@ -128,10 +154,11 @@ func New(st store.Store, opts ...Option) *Service {
 	if st == nil {
 		panic("world: nil store")
 	}
-	s := &Service{store: st, now: time.Now, ids: NewIDs()}
+	s := &Service{store: st, now: time.Now, ids: NewIDs(), wait: realClock{}}
 	for _, o := range opts {
 		o(s)
 	}
+	s.log = NewLog(st, s.ids, s.now)
 	return s
 }
 

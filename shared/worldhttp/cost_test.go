@@ -106,8 +106,8 @@ func TestRequestCost(t *testing.T) {
 		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
 		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
 		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 3, "PutItem": 1, "UpdateItem": 1}},
-		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 2, "PutItem": 1, "UpdateItem": 1, "TransactWriteItems": 1}},
-		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
+		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
 		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
 	}
 	for _, s := range steps {

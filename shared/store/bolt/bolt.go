@@ -213,13 +213,16 @@ func (s *Store) Close() error {
 }
 
 // update runs fn in a read-write transaction and, once it has committed,
-// syncs the file: no write is acknowledged before it is on disk.
+// syncs the file: no write is acknowledged before it is on disk. A sync
+// that fails comes after the commit: readers of this process already see
+// the write, and whether the disk holds it is unknown, so the error wraps
+// store.ErrOutcomeUnknown, never ErrUnavailable ("nothing was written").
 func (s *Store) update(fn func(*bbolt.Tx) error) error {
 	if err := s.db.Update(fn); err != nil {
 		return err
 	}
 	if err := s.sync(); err != nil {
-		return fmt.Errorf("fsync after commit: %v: %w", err, store.ErrUnavailable)
+		return fmt.Errorf("fsync after commit: %v: %w", err, store.ErrOutcomeUnknown)
 	}
 	return nil
 }

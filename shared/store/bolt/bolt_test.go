@@ -76,8 +76,11 @@ func TestEveryCommitSyncs(t *testing.T) {
 	expect("sweep", 1, err)
 }
 
-// TestSyncFailureIsReported: a write whose sync fails is not acknowledged.
-func TestSyncFailureIsReported(t *testing.T) {
+// TestSyncFailureIsOutcomeUnknown: a write whose sync fails after the
+// commit is not acknowledged, and is not reported as "nothing written"
+// either: the error wraps store.ErrOutcomeUnknown, not ErrUnavailable, and
+// the committed item is there to be re-read.
+func TestSyncFailureIsOutcomeUnknown(t *testing.T) {
 	var fail atomic.Bool
 	s, err := bolt.Open(filepath.Join(t.TempDir(), bolt.DefaultFile), bolt.WithSweepInterval(0),
 		bolt.WithSyncWrapper(func(sync func() error) error {
@@ -91,8 +94,13 @@ func TestSyncFailureIsReported(t *testing.T) {
 	}
 	defer s.Close()
 	fail.Store(true)
-	if _, err := s.Write(ctx, store.Put(store.Key{PK: "p", SK: "s"}, nil)); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("write with a failing sync: %v", err)
+	k := store.Key{PK: "p", SK: "s"}
+	if _, err := s.Write(ctx, store.Put(k, nil)); !errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("write with a failing sync: %v, want ErrOutcomeUnknown only", err)
+	}
+	fail.Store(false)
+	if _, err := s.Get(ctx, k); err != nil {
+		t.Fatalf("the committed item, re-read: %v", err)
 	}
 }
 

@@ -22,10 +22,11 @@ import (
 // ErrOutcomeUnknown marks a write whose request may or may not have been
 // applied: the connection failed or timed out after sending it, DynamoDB
 // answered with an internal error, or the caller's context ended while it
-// was in flight. It does not wrap store.ErrUnavailable (which promises that
-// nothing was written): the caller must treat the write as possibly done,
-// e.g. point the client at a replay path that can tell.
-var ErrOutcomeUnknown = errors.New("dynamo: outcome of the write is unknown")
+// was in flight. It is store.ErrOutcomeUnknown, so domains test for it
+// without knowing the engine; it does not wrap store.ErrUnavailable (which
+// promises that nothing was written): the caller must treat the write as
+// possibly done and resolve it (re-read, or retry idempotently).
+var ErrOutcomeUnknown = store.ErrOutcomeUnknown
 
 // Default retry bounds. Throttling and transaction conflicts are DynamoDB's
 // way of saying "not now": jittered exponential backoff spreads the racers

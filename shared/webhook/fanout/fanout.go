@@ -107,6 +107,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	ids := world.NewIDs()
+	evlog := world.NewLog(o.Store, ids, nil)
 	var res Result
 	var first, last time.Time
 	for range o.Events {
@@ -118,7 +119,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if first.IsZero() {
 			first = start
 		}
-		if _, err := o.Store.Write(ctx, world.EventPut(e)); err != nil {
+		if e, err = evlog.Commit(ctx, e); err != nil {
 			return res, fmt.Errorf("fanout: event: %w", err)
 		}
 		if o.Deliver != nil {

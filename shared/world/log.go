@@ -1,0 +1,460 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Items and limits of the event head (see the package doc, "Event order").
+const (
+	// TypeEventHead is the type attribute of a world's event head.
+	TypeEventHead = "eventhead"
+	headPrefix    = "EVENTHEAD#"
+	headSK        = "HEAD"
+	// attrLast is the head's highest committed event id.
+	attrLast = "last"
+
+	// MaxClockSkew is how far an event id's time may run ahead of this
+	// instance's clock: writers' clocks differ by well under a second
+	// (the soak runs them 2 s apart), and an id allocated past the head
+	// is at most the fastest writer's clock. A cursor or an explicit
+	// event id later than now + MaxClockSkew is refused as from the
+	// future.
+	MaxClockSkew = 5 * time.Second
+
+	// commitAttempts bounds Commit's rounds: each lost round means a
+	// later id committed first (or the write's outcome was settled as
+	// not applied), and the next round's id is allocated past it.
+	commitAttempts = 32
+	// settleTimeout bounds the two calls that settle an unknown outcome,
+	// made even when the caller's context has ended.
+	settleTimeout = 5 * time.Second
+)
+
+// EventHeadKey is the key of world's event head: one item per world
+// holding the highest event id committed (attribute last).
+func EventHeadKey(world string) store.Key {
+	return store.Key{PK: headPrefix + world, SK: headSK}
+}
+
+// Log commits events so that every world's events commit in id order, in
+// its shared partition and every private one alike: a cursor reader that
+// reads the head first and then both partitions up to it can never pass an
+// event that commits later. It is the only writer of events; package world
+// writes joins, leaves, actions and Append through it, package inbox its
+// message.received. Safe for concurrent use; its state is an optimization
+// of this process's commits, never needed for their order:
+//
+//   - Group commit: the commits of this process wait in a queue per world
+//     (striped), and whoever finds the queue idle writes what waits — up
+//     to 64 events whose actions touch distinct items — in one Write with
+//     one update of the head. Separately they would only conflict on the
+//     head; together they cost one transaction. A batch that fails for
+//     one caller's reason (its condition) is written again one by one.
+//     A Lambda instance serves one request at a time, so in AWS a batch
+//     is one event; the local harness and benches batch.
+//   - lead: how far the newest head it lost to was ahead of its clock
+//     (at most MaxClockSkew). Its ids are allocated that far ahead, so a
+//     lagging instance competes with the fastest clock instead of losing
+//     every round to it.
+type Log struct {
+	store store.Store
+	ids   *IDs
+	now   func() time.Time
+	// leadIDs makes the ids allocated ahead of the clock, so that ids has
+	// only ever seen this clock (it keeps ids increasing only while their
+	// millisecond does not jump back and forth).
+	leadIDs *IDs
+	lead    atomic.Int64 // nanoseconds
+	queues  [16]queue
+}
+
+// NewLog returns the log of st; ids and now default to a fresh IDs and
+// time.Now. Use the same IDs as the rest of the process, so its ids
+// increase even within one millisecond.
+func NewLog(st store.Store, ids *IDs, now func() time.Time) *Log {
+	if st == nil {
+		panic("world: nil store")
+	}
+	if ids == nil {
+		ids = NewIDs()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Log{store: st, ids: ids, now: now, leadIDs: NewIDs()}
+}
+
+// Commit writes ev together with the caller's actions in one store.Write:
+// the actions with, then the update of the world's head (conditioned on
+// its last id being lower than the event's, or absent), then the event's
+// Put (conditioned on a new id). It allocates ev.ID itself, as late as it
+// can, and returns the event as committed.
+//
+// When the head is already at or past the id (a later id committed while
+// this one was on its way, or this instance's clock lags), Commit
+// allocates an id past the head and writes again, up to commitAttempts
+// times (then the error wraps store.ErrUnavailable: nothing was written).
+// A failed condition of the caller's actions is returned as it is, its
+// Action index counting the caller's actions from 0.
+//
+// An outcome the store reports as unknown is settled before Commit
+// returns: it moves the head to the id unless the head is at or past it
+// (after that the write can no longer commit), then reads the event back.
+// Found: committed. Not found: not applied, so Commit writes again with a
+// new id. Only when settling fails too does the error wrap
+// store.ErrOutcomeUnknown.
+//
+// Cost: 1 TransactWriteItems of len(with)+2 actions per round (the event
+// and the head add 2 write units each in AWS: a transaction writes twice),
+// shared by the commits batched with it; settling adds 1 UpdateItem and,
+// when the head was past, 1 GetItem.
+func (l *Log) Commit(ctx context.Context, ev Event, with ...store.Action) (Event, error) {
+	return l.commit(ctx, ev, false, with)
+}
+
+// request is one commit waiting in its world's queue.
+type request struct {
+	ctx   context.Context
+	ev    Event
+	with  []store.Action
+	fixed bool
+	err   error
+	done  chan struct{}
+}
+
+// queue holds the commits of the worlds of one stripe; busy while one of
+// its callers drains it.
+type queue struct {
+	mu      sync.Mutex
+	waiting []*request
+	busy    bool
+}
+
+// Batches: at most this many events, and this many bytes of their data
+// and the callers' items, per Write (store.MaxWriteBytes is 4 MiB).
+const (
+	maxBatch      = 64
+	maxBatchBytes = 2 << 20
+	batchTimeout  = 10 * time.Second
+)
+
+// commit is Commit; fixed keeps the caller's ev.ID, so a head at or past
+// it fails with a *store.ConditionFailedError (Append's Conflict).
+//
+// The caller queues its request; the first caller to find its queue idle
+// drains it, a batch at a time, while later callers wait for their answer.
+func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Action) (Event, error) {
+	r := &request{ctx: ctx, ev: ev, with: with, fixed: fixed, done: make(chan struct{})}
+	q := &l.queues[fnv32(ev.World)%uint32(len(l.queues))]
+	q.mu.Lock()
+	q.waiting = append(q.waiting, r)
+	drain := !q.busy
+	q.busy = true
+	q.mu.Unlock()
+	if drain {
+		l.drain(q, r)
+	}
+	<-r.done
+	return r.ev, r.err
+}
+
+// drain commits the queue's requests until it is empty, or, once own (the
+// draining caller's request) is answered, hands what is left to a
+// goroutine: a caller is not kept draining for others under steady load.
+func (l *Log) drain(q *queue, own *request) {
+	for {
+		q.mu.Lock()
+		if len(q.waiting) == 0 {
+			q.busy = false
+			q.mu.Unlock()
+			return
+		}
+		if own != nil && answered(own) {
+			q.mu.Unlock()
+			go l.drain(q, nil)
+			return
+		}
+		var batch []*request
+		batch, q.waiting = takeBatch(q.waiting)
+		q.mu.Unlock()
+		l.run(batch)
+	}
+}
+
+func answered(r *request) bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// takeBatch returns the first request and every later one of the same
+// world that fits with it in one Write: none fixed, no item touched twice
+// (a Write may touch an item once), within MaxActions and maxBatchBytes.
+func takeBatch(reqs []*request) (batch, rest []*request) {
+	first := reqs[0]
+	batch = []*request{first}
+	if first.fixed {
+		return batch, reqs[1:]
+	}
+	keys := map[store.Key]bool{}
+	actions, bytes := 1, 0
+	fits := func(r *request) bool {
+		if r.fixed || r.ev.World != first.ev.World || len(batch) >= maxBatch || actions+len(r.with)+1 > store.MaxActions {
+			return false
+		}
+		size := len(r.ev.Data)
+		for _, a := range r.with {
+			if keys[a.Key] {
+				return false
+			}
+			size += store.ItemSize(a.Item) + store.ItemSize(a.Set)
+		}
+		if bytes+size > maxBatchBytes && len(batch) > 0 {
+			return false
+		}
+		for _, a := range r.with {
+			keys[a.Key] = true
+		}
+		actions, bytes = actions+len(r.with)+1, bytes+size
+		return true
+	}
+	batch = batch[:0]
+	for _, r := range reqs {
+		if fits(r) {
+			batch = append(batch, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return batch, rest
+}
+
+// run commits a batch and answers its callers. A batch of several that
+// fails for a reason of one caller's (a condition, a limit) is committed
+// again one by one, so that each caller gets its own answer.
+func (l *Log) run(batch []*request) {
+	if len(batch) == 1 {
+		r := batch[0]
+		r.err = l.write(r.ctx, batch)
+		close(r.done)
+		return
+	}
+	// The batch is not one caller's: one caller's context ending must not
+	// fail the others.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
+	err := l.write(ctx, batch)
+	cancel()
+	if err != nil && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrOutcomeUnknown) {
+		for _, r := range batch {
+			r.err = l.write(r.ctx, []*request{r})
+			close(r.done)
+		}
+		return
+	}
+	for _, r := range batch {
+		r.err = err
+		close(r.done)
+	}
+}
+
+// write commits batch in one store.Write: the callers' actions, the head's
+// update, the events' Puts. A failed condition of a caller's action is
+// returned with its index in that caller's actions (as Commit promises for
+// a batch of one).
+func (l *Log) write(ctx context.Context, batch []*request) error {
+	fixed := batch[0].fixed
+	if !fixed {
+		l.allocateAfter(batch, "")
+	}
+	var acts []store.Action
+	for _, r := range batch {
+		acts = append(acts, r.with...)
+	}
+	n := len(acts)
+	acts = append(acts, make([]store.Action, 1+len(batch))...)
+	for attempt := 1; ; attempt++ {
+		first, last := batch[0].ev, batch[len(batch)-1].ev
+		acts[n] = headUpdate(first.World, first.ID, last.ID)
+		for i, r := range batch {
+			acts[n+1+i] = EventPut(r.ev)
+		}
+		_, err := l.store.Write(ctx, acts...)
+		var cf *store.ConditionFailedError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &cf) && cf.Action >= n:
+			// The head is at or past the first id (reported first when
+			// an event's id is taken too, which only a later commit can do).
+			if fixed {
+				return err
+			}
+			l.allocateAfter(batch, cf.Item.Str(attrLast))
+		case errors.Is(err, store.ErrOutcomeUnknown):
+			done, serr := l.settle(ctx, first, last)
+			if serr != nil {
+				return fmt.Errorf("world %s: events %s…%s: %w; settling it: %w", first.World, first.ID, last.ID, err, serr)
+			}
+			if done {
+				return nil
+			}
+			if fixed || ctx.Err() != nil {
+				return fmt.Errorf("world %s: events %s…%s were not written (%w): %w", first.World, first.ID, last.ID, err, store.ErrUnavailable)
+			}
+			l.allocateAfter(batch, last.ID)
+		default:
+			return err
+		}
+		if attempt >= commitAttempts {
+			return fmt.Errorf("world %s: %d commits each found a later event first: %w", first.World, attempt, store.ErrUnavailable)
+		}
+	}
+}
+
+// allocateAfter gives the batch's events increasing ids past head ("" for
+// none known).
+func (l *Log) allocateAfter(batch []*request, head string) {
+	prev := head
+	for i, r := range batch {
+		var id string
+		if i == 0 && head != "" {
+			id = l.next(head)
+		} else {
+			id = l.allocate()
+		}
+		if id <= prev {
+			id = successor(ulid.MustParseStrict(prev))
+		}
+		r.ev.ID, prev = id, id
+	}
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
+}
+
+// allocate returns a fresh id at the clock plus the lead.
+func (l *Log) allocate() string {
+	now := l.now()
+	if d := time.Duration(l.lead.Load()); d > 0 {
+		return l.leadIDs.New(now.Add(d))
+	}
+	return l.ids.New(now)
+}
+
+// headUpdate moves world's head to last if the head is below first (or
+// absent): the events first…last then commit after every event before
+// them. A failure returns the head.
+func headUpdate(world, first, last string) store.Action {
+	return store.Update(EventHeadKey(world)).
+		SetAttr(AttrType, store.S(TypeEventHead)).
+		SetAttr(attrLast, store.S(last)).
+		When(store.Or(store.NotExists(attrLast), store.Lt(attrLast, store.S(first)))).
+		OnFailReturn()
+}
+
+// settle decides an unknown outcome of the commit of the events
+// first…last: true if it committed, false if it did not and never will.
+func (l *Log) settle(ctx context.Context, first, last Event) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	// The fence: the write in doubt carried this very update, so once it
+	// applies (or fails: the head at or past first), that write cannot
+	// commit any more.
+	_, err := l.store.Write(ctx, headUpdate(first.World, first.ID, last.ID))
+	switch {
+	case err == nil:
+		return false, nil // the head was below first: ours had not committed
+	case !errors.Is(err, store.ErrConditionFailed):
+		return false, err
+	}
+	// The head is at or past first: ours committed (all its events at
+	// once), or a later one did.
+	it, err := l.store.Get(ctx, EventKey(first))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	got, err := DecodeEvent(it)
+	if err != nil {
+		return false, err
+	}
+	if got.Type != first.Type || string(got.Data) != string(first.Data) || !got.CreatedAt.Equal(first.CreatedAt) {
+		return false, fmt.Errorf("world %s: event %s holds another event: %w", first.World, first.ID, store.ErrConditionFailed)
+	}
+	return true, nil
+}
+
+// next returns an id past head and learns the lead: a fresh id when the
+// clock plus the lead is past the head's millisecond, else the head's
+// successor.
+func (l *Log) next(head string) string {
+	h, err := ulid.ParseStrict(head)
+	if err != nil {
+		return l.allocate()
+	}
+	// No margin is added: the head's writer allocated it a round trip
+	// ago, so the lead learned is at most that writer's true offset, and
+	// two instances learning from each other do not ratchet up.
+	if ahead := ulid.Time(h.Time()).Sub(l.now()); ahead > 0 {
+		ahead = min(ahead, MaxClockSkew)
+		for {
+			cur := l.lead.Load()
+			if int64(ahead) <= cur || l.lead.CompareAndSwap(cur, int64(ahead)) {
+				break
+			}
+		}
+	}
+	if id := l.allocate(); id > head {
+		return id
+	}
+	return successor(h)
+}
+
+// successor returns the id right after id (as a 128-bit number), or id
+// itself at the largest ULID.
+func successor(id ulid.ULID) string {
+	for i := len(id) - 1; i >= 0; i-- {
+		id[i]++
+		if id[i] != 0 {
+			return id.String()
+		}
+	}
+	return ulid.ULID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}.String()
+}
+
+// Head returns the highest event id committed in world, "" when none has
+// been: 1 GetItem, strongly consistent, so every event with an id up to
+// it has committed and can be read.
+func (l *Log) Head(ctx context.Context, world string) (string, error) {
+	it, err := l.store.Get(ctx, EventHeadKey(world))
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	last := it.Str(attrLast)
+	if _, err := ulid.ParseStrict(last); err != nil {
+		return "", fmt.Errorf("world: event head of %q holds %q, not an id", world, last)
+	}
+	return last, nil
+}
