@@ -20,10 +20,10 @@ import (
 	"time"
 )
 
-// TestLoad holds the harness's server to DESIGN §9 under abuse, on
-// loopback, in bounded time: 15,000 idle keep-alive connections and 500
-// slow-body clients while a steady ping client runs (its p99 must stay under
-// 50 ms and the server under 200 MB), then 100 concurrent 10 MiB bodies
+// TestLoad holds the harness's server to its limits (docs/local.md) under
+// abuse, on loopback, in bounded time: 15,000 idle keep-alive connections and
+// 500 slow-body clients while a steady ping client runs (its p99 must stay
+// under 50 ms and the server under 200 MB), then 100 concurrent 10 MiB bodies
 // (the server's peak under 1.5 GB). The server is the real binary (built
 // without the race detector) in its own process, so its memory is measured
 // alone.

@@ -119,7 +119,7 @@ func networkKeyPath(cfg config) (string, error) {
 }
 
 // seedFixtures registers the five fixtures with their endpoints below base,
-// owned by the network key (DESIGN §4, §9), and says what it did in one
+// owned by the network key, and says what it did in one
 // line for the banner. On a name held by another key it fails with what to
 // do.
 func seedFixtures(ctx context.Context, st store.Store, base string, key ed25519.PrivateKey, keyPath string) (string, error) {

@@ -23,7 +23,7 @@ type costStep struct {
 	taskID, task string
 	input        string
 	status       int
-	target       map[string]int // the README cost table's calls
+	target       map[string]int // the calls of docs/storage.md's cost table
 }
 
 // costRows is row 4: DynamoDB calls and consumed units per operation,
@@ -32,7 +32,7 @@ type costStep struct {
 // registry's (4e, 4f) and the world functions' (4g–4l) through their
 // Lambda entries, and webhook delivery (4m) through the dispatcher's.
 func costRows(ctx context.Context, server *dynamolocal.Server, table string) []Row {
-	method := "a2awire-ledger's handler (provider kit + idempotency guard + ledger) on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = README cost table"
+	method := "a2awire-ledger's handler (provider kit + idempotency guard + ledger) on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = the cost table of docs/storage.md"
 	steps := []costStep{
 		{"4a", "idempotent invoke, first (record-entry with a new task id, end to end)", "bench-1", "record-entry", `{"account":"bench","amount_cents":10}`, 200,
 			map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},

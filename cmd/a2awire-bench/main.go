@@ -4,7 +4,7 @@
 // reads the Go benchmarks' output (the
 // protocol kit and signing rows, which `make bench` runs first so they do
 // not compete with the load generator), prints one table and writes
-// bench/results.json (and results.md, the same table for the README).
+// bench/results.json (and results.md, the same table for docs/performance.md).
 //
 // It is a measurement tool, not a test: `make test` runs only its unit
 // tests, which measure nothing.

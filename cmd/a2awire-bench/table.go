@@ -75,8 +75,8 @@ func WriteTable(w io.Writer, r Report) error {
 	return nil
 }
 
-// WriteMarkdown renders the same table and methods in Markdown, for the
-// README.
+// WriteMarkdown renders the same table and methods in Markdown, for
+// docs/performance.md.
 func WriteMarkdown(w io.Writer, r Report) error {
 	fmt.Fprintf(w, "Measured %s on %s (took %s).\n\n", r.Started, r.Machine, r.Elapsed)
 	fmt.Fprintln(w, "| # | measure | result | target | status |")

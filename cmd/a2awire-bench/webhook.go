@@ -46,7 +46,7 @@ func networkKey() ed25519.PrivateKey {
 // recipient, and a public event to 5 webhooks that all answer 204.
 func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table string) Row {
 	row := Row{ID: "4m", Name: "DynamoDB cost: webhook delivery (webhook-dispatcher; private event; public event to 5 webhooks)",
-		Method: "one stream record (the event's INSERT, built by store.ChangeRecord) as JSON through the webhook-dispatcher's Lambda entry (cloud.NewEntry over dispatcher.New, network key set, loopback receivers answering 204) on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = the README's webhook cost table",
+		Method: "one stream record (the event's INSERT, built by store.ChangeRecord) as JSON through the webhook-dispatcher's Lambda entry (cloud.NewEntry over dispatcher.New, network key set, loopback receivers answering 204) on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = the webhook rows of docs/storage.md's cost table",
 		Target: "private: 2 GetItem (webhook, membership) + 1 UpdateItem (stats); public to N: 1 Query + N GetItem (membership) + N UpdateItem (stats), + 1 PutItem per failed attempt (none here)"}
 	m := capacity.New()
 	st := dynamo.New(server.Client(m.Option()), table)

@@ -32,7 +32,7 @@ type budget struct {
 	calls    map[string]int
 	oneOf    []string
 	oneOfMax int
-	text     string // the target as the README's cost tables word it
+	text     string // the target as the cost tables in docs/ word it
 }
 
 // allows reports whether calls are at or under the budget.
@@ -92,7 +92,7 @@ func (m worldMember) publicKey() string {
 // API Gateway v2 events, signed, on DynamoDB Local.
 func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []Row {
 	method := "one signed request through the world function's Lambda entry (lambdahttp.Entry over the worldhttp handler its main builds from worldhttp.NewDeps, default rate limits) on API Gateway v2 events from cloud.BuildEvent, on DynamoDB Local; " +
-		"calls and units from shared/store/dynamo/capacity; target = the README cost tables (domain calls + auth's nonce PutItem, member-key GetItem and, on limited routes, rate-limit UpdateItem)"
+		"calls and units from shared/store/dynamo/capacity; target = the cost tables of docs/worlds.md and docs/storage.md (domain calls + auth's nonce PutItem, member-key GetItem and, on limited routes, rate-limit UpdateItem)"
 	const w = "bench-world"
 	rows := []Row{
 		{ID: "4g", Name: "DynamoDB cost: world join (new member, world-join)", Method: method},

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes (DESIGN §10).
+// Exit codes, as docs/cli.md lists them.
 const (
 	exitOK = 0
 	// exitFailed: the server refused or failed, or a conformance item failed.
@@ -161,7 +161,7 @@ func (a *app) base() (string, error) {
 }
 
 // isAgentName reports whether s has the registry's name syntax,
-// ^[a-z0-9][a-z0-9-]{1,62}$ (DESIGN §5).
+// ^[a-z0-9][a-z0-9-]{1,62}$.
 func isAgentName(s string) bool {
 	if len(s) < 2 || len(s) > 63 || s[0] == '-' {
 		return false
@@ -175,8 +175,8 @@ func isAgentName(s string) bool {
 }
 
 // jsonObject parses a flag value that must be a JSON object, strictly as a
-// provider reads it (DESIGN §2), and says what is wrong in words, naming the
-// flag — never a Go decoder's message.
+// provider reads it (protocol.CheckJSON), and says what is wrong in words,
+// naming the flag — never a Go decoder's message.
 func jsonObject(flag, value string) (json.RawMessage, error) {
 	if err := protocol.CheckJSON([]byte(value)); err != nil {
 		return nil, usageErrorf("--%s %s is not valid JSON: %v", flag, protocol.Quote(value), err)

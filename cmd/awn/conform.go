@@ -29,7 +29,7 @@ func (a *app) conformCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "conform (<endpoint> --task T [--input JSON] [--bad-input JSON] [--stateful] | --fixtures)",
 		Short: "Check a provider against the A2AWire conformance checklist",
-		Long: `conform sends the probes of the DESIGN §3 checklist to an endpoint and prints
+		Long: `conform sends the probes of the A2AWire checklist to an endpoint and prints
 one line per item, starting with PASS, FAIL or SKIP, then a summary. It exits 1
 when any item fails. A line starting with NOTE follows an item where the
 provider does less than the network's own providers but all the published
@@ -57,7 +57,7 @@ AWN_URL with built-in inputs, the ledger as stateful.`,
 	return cmd
 }
 
-// endpointReport is the JSON document of one checked endpoint (DESIGN §10).
+// endpointReport is the JSON document of one checked endpoint (--json).
 type endpointReport struct {
 	Endpoint string          `json:"endpoint"`
 	Checks   []conform.Check `json:"checks"`

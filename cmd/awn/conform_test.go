@@ -14,7 +14,7 @@ import (
 	"github.com/a2awire/a2awire/shared/conform"
 )
 
-// fixtureRuns are the single-endpoint commands DESIGN's "Must show" names:
+// fixtureRuns are the single-endpoint commands a provider author runs:
 // each fixture passes on its own with a task, a good and a bad input.
 func fixtureRuns(base string) map[string][]string {
 	ep := func(name string) string { return conform.FixtureEndpoint(base, name) }
@@ -84,7 +84,7 @@ func TestConformEachFixture(t *testing.T) {
 	}
 }
 
-// report is the exact single-endpoint JSON shape of DESIGN §10.
+// report is the exact single-endpoint JSON shape of awn conform --json.
 type report struct {
 	Endpoint string          `json:"endpoint"`
 	Checks   []conform.Check `json:"checks"`
@@ -92,7 +92,7 @@ type report struct {
 	Failed   int             `json:"failed"`
 }
 
-// checkShape asserts a report document has exactly DESIGN's keys.
+// checkShape asserts a report document has exactly report's keys.
 func checkShape(t *testing.T, raw json.RawMessage) report {
 	t.Helper()
 	var top map[string]json.RawMessage

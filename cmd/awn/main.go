@@ -1,6 +1,6 @@
 // Command awn is the agent-side client of the A2AWire network: it invokes
 // providers and checks them against the protocol's conformance checklist
-// (DESIGN §10). The commands live in run, which tests drive in-process.
+// (docs/cli.md). The commands live in run, which tests drive in-process.
 package main
 
 import (

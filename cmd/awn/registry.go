@@ -23,10 +23,10 @@ import (
 // registryTimeout bounds one request to the registry.
 const registryTimeout = 30 * time.Second
 
-// maxPage is the registry's largest page (DESIGN §5).
+// maxPage is the registry's largest page.
 const maxPage = 100
 
-// profile is an agent's registry profile (DESIGN §5). Human output reads it;
+// profile is an agent's registry profile. Human output reads it;
 // --json prints what the server sent, so fields awn does not know survive.
 type profile struct {
 	Name         string   `json:"name"`
@@ -58,8 +58,8 @@ func (a *app) registry() (*registryClient, error) {
 }
 
 // signedRegistry returns a client that signs every request with the agent's
-// key (DESIGN §7), naming the key directory entry in Signature-Agent, and
-// the key itself.
+// key (AWN-Ed25519, package auth), naming the key directory entry in
+// Signature-Agent, and the key itself.
 func (a *app) signedRegistry() (*registryClient, ed25519.PrivateKey, error) {
 	priv, err := a.loadKey()
 	if err != nil {

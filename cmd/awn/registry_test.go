@@ -20,7 +20,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store/memory"
 )
 
-// fakeRegistry is the registry surface of DESIGN §5 in memory, verifying
+// fakeRegistry is the registry surface (/api/v1/agents) in memory, verifying
 // every signed request with the real verifier (and its nonce guard), so the
 // CLI's signatures are checked as the network checks them.
 type fakeRegistry struct {

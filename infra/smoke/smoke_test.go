@@ -187,10 +187,10 @@ func cases() []smokeCase {
 			},
 		},
 		{
-			// The stateful fixture against DynamoDB Local: a record-entry, its
-			// replay, task ids that differ only after a comma or by a space
-			// (three tasks, DESIGN §3), and the balance that proves each
-			// appended once.
+			// The stateful fixture against DynamoDB Local: a record-entry,
+			// its replay, task ids that differ only after a comma or by a
+			// space (three tasks: ids are taken exactly as sent), and the
+			// balance that proves each appended once.
 			function: "fixture-ledger",
 			env:      ledgerEnv,
 			invokes: []invocation{
@@ -361,7 +361,7 @@ func TestEmulator(t *testing.T) {
 	}
 	for _, name := range folders {
 		if !slices.Contains(covered, name) {
-			t.Errorf("functions/%s has no emulator case: every Lambda main runs under the emulator (DESIGN §9)", name)
+			t.Errorf("functions/%s has no emulator case: every Lambda main runs under the emulator", name)
 		}
 	}
 	for _, c := range cases() {

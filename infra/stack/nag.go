@@ -35,7 +35,7 @@ type NagSuppression struct {
 var (
 	nagRouteAuth = NagSuppression{
 		ID: "AwsSolutions-APIG4",
-		Reason: "Routes are public at the gateway by design (DESIGN §3, §7): the invocation protocol is open to any " +
+		Reason: "Routes are public at the gateway by design: the invocation protocol is open to any " +
 			"buyer, and signed, member and owner routes are authenticated by the function itself " +
 			"(AWN-Ed25519 request signatures), which an API Gateway authorizer cannot verify.",
 	}

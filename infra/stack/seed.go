@@ -38,14 +38,14 @@ func SigningKeyReference(secret string) string {
 // SeedResourceType is the CloudFormation type of the fixtures' registration.
 const SeedResourceType = "Custom::FixtureRegistrations"
 
-// Seeding registers the fixtures at deploy (DESIGN §4). It is a custom
-// resource rather than a step `make deploy` runs after `cdk deploy`: the
-// stack already knows the stage URL and the table, so the registration is
-// part of the deploy itself (a plain `cdk deploy`, a pipeline or a
-// rollback included), it runs inside AWS with the function's narrow role
-// instead of the deployer's credentials, and a failure (a fixture name held
-// by another key) fails the deploy with the reason in CloudFormation's
-// events instead of after a "successful" deploy.
+// Seeding registers the fixtures at deploy, owned by the network key. It is a
+// custom resource rather than a step `make deploy` runs after `cdk deploy`:
+// the stack already knows the stage URL and the table, so the registration is
+// part of the deploy itself (a plain `cdk deploy`, a pipeline or a rollback
+// included), it runs inside AWS with the function's narrow role instead of
+// the deployer's credentials, and a failure (a fixture name held by another
+// key) fails the deploy with the reason in CloudFormation's events instead of
+// after a "successful" deploy.
 type Seeding struct {
 	// Function runs as the custom resource's handler (seed.CustomResource);
 	// it must be one of Props.Functions with read-write table access.

@@ -7,7 +7,7 @@
 // functions and routes of their own to exercise wiring (stream and schedule
 // triggers) that no real function uses yet.
 //
-// The stack is production-shaped (DESIGN §9): the HTTP API stage throttles
+// The stack is production-shaped: the HTTP API stage throttles
 // every route by default and writes JSON access logs, every function has
 // reserved concurrency so a flood on one route cannot starve the others and
 // logs in Lambda's JSON format, and Nag applies cdk-nag's AwsSolutions and

@@ -561,8 +561,8 @@ func checkFunctions(t *testing.T, s *synthesized) {
 		} else if g.Properties["RetentionInDays"] != retention {
 			t.Errorf("%s: log retention %v days, want %v", fn.Name, g.Properties["RetentionInDays"], retention)
 		}
-		// Lambda keeps the functions' JSON lines as JSON (DESIGN §2: logs
-		// are JSON in Lambda) and filters on their level.
+		// Lambda keeps the functions' JSON lines as JSON (logs are JSON in
+		// Lambda) and filters on their level.
 		for k, want := range map[string]string{"LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "INFO"} {
 			if logging[k] != want {
 				t.Errorf("%s: LoggingConfig.%s = %v, want %s", fn.Name, k, logging[k], want)
@@ -608,7 +608,7 @@ func checkFunctions(t *testing.T, s *synthesized) {
 	}
 }
 
-// accessLogFields are the access log fields DESIGN §9 asks for, each with
+// accessLogFields are the access log fields docs/deploying.md lists, each with
 // the API Gateway variable it must carry, written out here so that a change
 // in the stack shows up as a failure.
 var accessLogFields = map[string]string{
@@ -623,7 +623,7 @@ var accessLogFields = map[string]string{
 	"integrationRequestId":    "$context.integration.requestId",
 }
 
-// checkStage checks the production shape of the API stage (DESIGN §9):
+// checkStage checks the production shape of the API stage:
 // default route throttling and JSON access logs to a log group with a
 // retention.
 func checkStage(t *testing.T, s *synthesized) {

@@ -359,7 +359,7 @@ func TestAccessLog(t *testing.T) {
 	}
 }
 
-// TestEachFunctionLinksOnlyItsOwnCode keeps DESIGN §2's rule: a function's
+// TestEachFunctionLinksOnlyItsOwnCode keeps the layout's rule: a function's
 // binary (and cold start) carries nothing of the other functions, and only
 // functions that touch the table link the DynamoDB client.
 func TestEachFunctionLinksOnlyItsOwnCode(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package access is the HTTP front of a function that serves several routes
-// of the route table (DESIGN §2, "Routes carry their auth"). A Dispatcher
+// of the route table, where each route carries its auth. A Dispatcher
 // finds the route the gateway matched — the event's routeKey in Lambda,
 // routes.Match elsewhere — and runs that route's handler behind the auth
 // middleware its table entry names: public, signed, member or owner. The

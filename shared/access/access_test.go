@@ -411,8 +411,8 @@ func TestStartupErrors(t *testing.T) {
 }
 
 // TestDecodeJSON: strict JSON in — duplicate keys, invalid UTF-8, keys
-// differing in case and non-objects are refused or ignored as DESIGN §2
-// says, each as apierror Invalid.
+// differing in case and non-objects are refused or ignored as JSON in is
+// strict, each as apierror Invalid.
 func TestDecodeJSON(t *testing.T) {
 	type body struct {
 		Name string `json:"name"`

@@ -11,7 +11,7 @@ import (
 )
 
 // DecodeJSON decodes a request body into v (a pointer to a struct) under
-// DESIGN §2's strict rules, reusing the invocation kit's checker: one JSON
+// the strict rules for JSON in, reusing the invocation kit's checker: one JSON
 // object, valid UTF-8, no key repeated at any depth, keys matched to fields
 // case-sensitively (other keys are ignored). Every failure is an apierror
 // Invalid (400 invalid_input on the registry, INVALID_REQUEST on worlds)

@@ -1,8 +1,9 @@
 // Package apierror is the one error type of the registry and world surfaces
-// (DESIGN §2 "Errors"): domain code returns an *Error carrying a Kind, one
-// table maps kinds to HTTP statuses, and each surface renders the error in its
-// own shape — the registry as {"error", "message"} with snake_case codes, the
-// worlds as {"ok": false, "error": {"code", "message"}} with UPPER_SNAKE codes.
+// (one error model for both): domain code returns an *Error carrying a Kind,
+// one table maps kinds to HTTP statuses, and each surface renders the error
+// in its own shape — the registry as {"error", "message"} with snake_case
+// codes, the worlds as {"ok": false, "error": {"code", "message"}} with
+// UPPER_SNAKE codes.
 //
 // Anything that is not an *Error renders as an internal error whose text never
 // reaches the client; Err carries the cause for logs only.
@@ -55,7 +56,7 @@ var kinds = map[Kind]struct {
 }
 
 // worldCodes are the world surface's codes where they are not simply the
-// upper-cased registry code (DESIGN §6).
+// upper-cased registry code (docs/worlds.md).
 var worldCodes = map[Kind]string{
 	Internal: "INTERNAL",
 	Invalid:  "INVALID_REQUEST",

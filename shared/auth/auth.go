@@ -1,8 +1,8 @@
 // Package auth signs and verifies a2awire requests with HTTP Message
 // Signatures (RFC 9421) as the IETF Web Bot Auth drafts profile them, plus
-// the two rules of DESIGN §7 that make every request single-use: a required
-// nonce, remembered until the signature expires, and the body covered by its
-// Content-Digest.
+// the two rules of the AWN-Ed25519 profile that make every request
+// single-use: a required nonce, remembered until the signature expires, and
+// the body covered by its Content-Digest.
 //
 // Identity: an agent is an Ed25519 key. Its keyid is the RFC 7638 thumbprint
 // of its RFC 8037 JWK (KeyID) and its awnId the SHA-256 of the raw key

@@ -12,7 +12,7 @@ import (
 )
 
 // DirectoryMediaType is the media type of a Web Bot Auth key directory
-// (DESIGN §7, GET /api/v1/keys/{keyid}).
+// (GET /api/v1/keys/{keyid}).
 const DirectoryMediaType = "application/http-message-signatures-directory+json"
 
 // AWNIDPrefix starts every awnId.

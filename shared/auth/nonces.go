@@ -8,8 +8,8 @@ import (
 	"github.com/a2awire/a2awire/shared/store"
 )
 
-// Nonces is the replay guard of DESIGN §7 over the item API: one item per
-// (keyid, nonce), written once by a conditional Put that expires with the
+// Nonces is the replay guard of request signing over the item API: one item
+// per (keyid, nonce), written once by a conditional Put that expires with the
 // signature.
 //
 //	pk "NONCE#<keyid>"   sk "N#<nonce>"   type "nonce"   expiresAt = the signature's expires

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Profile constants of DESIGN §7.
+// Constants of the AWN-Ed25519 profile (docs/registry.md).
 const (
 	// Tag is the tag of a Web Bot Auth signature.
 	Tag = "web-bot-auth"
@@ -48,7 +48,7 @@ type SignerOption func(*Signer)
 
 // WithSignatureAgent sends Signature-Agent: <label>="<agentURL>" (the key
 // directory of the signing key) and covers that dictionary member as
-// "signature-agent";key="<label>" (DESIGN §7, RFC 9421 §2.1.2). Verifier
+// "signature-agent";key="<label>" (RFC 9421 §2.1.2). Verifier
 // accepts that form and the whole-field "signature-agent"; a verifier
 // without the key parameter (httpsig-go v1.2.0) cannot check the former.
 func WithSignatureAgent(agentURL string) SignerOption {

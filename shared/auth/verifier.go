@@ -49,7 +49,8 @@ type Verified struct {
 	SignatureAgent string
 }
 
-// Verifier checks signed requests against DESIGN §7. It is safe for
+// Verifier checks signed requests against the AWN-Ed25519 profile
+// (docs/registry.md). It is safe for
 // concurrent use.
 type Verifier struct {
 	nonces NonceGuard

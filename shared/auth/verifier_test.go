@@ -21,7 +21,7 @@ const (
 	comps = `("@method" "@authority" "@path" "@query" "content-digest")`
 )
 
-// good is a valid parameter list for key, in DESIGN's order.
+// good is a valid parameter list for key, in the profile's order.
 func good(key string) string {
 	return fmt.Sprintf(`;created=%d;expires=%d;nonce="0123456789abcdef";keyid="%s";alg="ed25519";tag="web-bot-auth"`,
 		t0.Unix(), t0.Unix()+300, key)

@@ -1,5 +1,5 @@
-// Package conform runs the A2AWire conformance checklist (DESIGN §3) against
-// one provider endpoint.
+// Package conform runs the A2AWire conformance checklist (docs/protocol.md)
+// against one provider endpoint.
 //
 // It plays a careful buyer and a careless one: it sends the good invocation,
 // the edge cases the protocol settles (absent input, malformed bodies, wrong
@@ -116,7 +116,7 @@ const (
 	// ReplayIdentical (stateful): repeating a completed task id returns the
 	// same status and body (without X-A2AWire-Replayed: true is a note); an
 	// id that differs only after a comma ("<id>,a" then "<id>,b") is another
-	// task, not a replay (task ids are taken exactly as sent, DESIGN §3).
+	// task, not a replay (task ids are taken exactly as sent).
 	ReplayIdentical = "replay-identical"
 	// ReusedKey409 (stateful): the same task id with a different body → 409
 	// idempotency_key_reused, or the stored answer unchanged (what the
@@ -488,7 +488,7 @@ func (s *session) acceptsPostJSON(ctx context.Context) (Status, string) {
 	if s.first.err != nil || s.first.status != http.StatusOK {
 		return Fail, "want 200 for task " + s.t.Task + " with the good input, got " + seen(s.first)
 	}
-	// application/json with parameters is JSON (DESIGN §3).
+	// application/json with parameters is JSON.
 	p := s.invocation("good input as application/json; charset=utf-8", s.t.Input)
 	p.contentType = "application/json; charset=utf-8"
 	x := s.send(ctx, p)

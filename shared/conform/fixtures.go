@@ -12,7 +12,7 @@ import (
 	"github.com/a2awire/a2awire/shared/protocol"
 )
 
-// Fixture names (DESIGN §4), in the order `awn conform --fixtures` checks them.
+// Fixture names, in the order `awn conform --fixtures` checks them.
 const (
 	Punctual   = "a2awire-punctual"
 	Clean      = "a2awire-clean"

@@ -16,34 +16,45 @@ import (
 	"time"
 )
 
-// The README's "Build your first provider" must work when pasted into an
-// empty folder, and nothing but a test keeps prose from rotting. So this test
-// reads the README's own text and does what a reader does: every code fence
-// preceded by a marker line
+// The documentation's "Build your first provider" (docs/protocol.md) must
+// work when pasted into an empty folder, and nothing but a test keeps prose
+// from rotting. So this test reads the documents' own text — README.md and
+// every docs/*.md — and does what a reader does: every code fence preceded by
+// a marker line
 //
 //	<!-- readme-test: sh -->       commands, run in order
 //	<!-- readme-test: main.go -->  a file, written into the current folder
 //
-// is acted on in document order, in a temporary folder beside a symlink
-// named a2awire that points at this checkout (the README tells the reader to
-// start next to the clone). The only liberty taken is the port: the
-// README's 127.0.0.1:9000 becomes a free loopback port. `go run .` is run as
-// `go build` plus starting the binary, so that the test can stop it; the
-// awn in `…/awn conform …` is this checkout's cmd/awn.
+// is acted on in document order, each document starting afresh in a
+// temporary folder beside a symlink named a2awire that points at this
+// checkout (the walk-through tells the reader to start next to the clone).
+// The only liberty taken is the port: the documents' 127.0.0.1:9000 becomes
+// a free loopback port. `go run .` is run as `go build` plus starting the
+// binary, so that the test can stop it; the awn in `…/awn conform …` is this
+// checkout's cmd/awn.
 const readmeMarker = "<!-- readme-test: "
 
-// readmeAddr is the address the README's providers listen on.
+// minExampleBlocks is how many marked blocks the documents held when the
+// README was split into docs/: moving or deleting a marker must not quietly
+// make the test run less. Raise it when you add an example.
+const minExampleBlocks = 5
+
+// readmeAddr is the address the documents' providers listen on.
 const readmeAddr = "127.0.0.1:9000"
 
-func TestREADMEFirstProvider(t *testing.T) {
+func TestDocExamples(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
+	root := repoRoot(t)
+	var blocks []block
+	for _, doc := range docFiles(t, root) {
+		blocks = append(blocks, readmeBlocks(t, root, doc)...)
 	}
-	blocks := readmeBlocks(t, filepath.Join(root, "README.md"))
+	if len(blocks) < minExampleBlocks {
+		t.Fatalf("README.md and docs/*.md hold %d %s…--> blocks, want at least %d: an example lost its marker or was dropped",
+			len(blocks), readmeMarker, minExampleBlocks)
+	}
 
 	tmp := t.TempDir()
 	if err := os.Symlink(root, filepath.Join(tmp, "a2awire")); err != nil {
@@ -64,40 +75,82 @@ func TestREADMEFirstProvider(t *testing.T) {
 	r.awn = filepath.Join(tmp, "awn-bin")
 	r.goCmd(root, "build", "-o", r.awn, "github.com/a2awire/a2awire/cmd/awn")
 
-	for _, b := range blocks {
+	for i, b := range blocks {
+		if i == 0 || b.file != blocks[i-1].file {
+			// A new document: a reader starts it from the folder beside
+			// the clone, with nothing running.
+			r.stop()
+			r.dir = tmp
+		}
 		switch {
 		case b.role == "sh":
 			r.commands(b)
 		case strings.HasSuffix(b.role, ".go"):
 			r.writeGo(b)
 		default:
-			t.Fatalf("README line %d: unknown readme-test role %q (want sh or <file>.go)", b.line, b.role)
+			t.Fatalf("%s line %d: unknown readme-test role %q (want sh or <file>.go)", b.file, b.line, b.role)
 		}
 	}
 	r.stop()
 
+	t.Logf("%d example blocks executed", len(blocks))
+
 	// Without these, deleting the markers would make the test pass by
 	// doing nothing.
 	if r.files < 2 || len(r.conforms) < 2 {
-		t.Fatalf("README: %d Go files and %d awn conform runs found; want the stateless and the stateful provider, each checked",
+		t.Fatalf("docs: %d Go files and %d awn conform runs found; want the stateless and the stateful provider, each checked",
 			r.files, len(r.conforms))
 	}
 	if !strings.Contains(r.conforms[len(r.conforms)-1], "--stateful") {
-		t.Fatalf("README: the last awn conform run (%s) does not check the stateful provider with --stateful", r.conforms[len(r.conforms)-1])
+		t.Fatalf("docs: the last awn conform run (%s) does not check the stateful provider with --stateful", r.conforms[len(r.conforms)-1])
 	}
 }
 
-// block is one marked code fence of the README.
+// repoRoot is the checkout this test runs in.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// docFiles returns the project's documents, relative to root: README.md,
+// then docs/*.md in name order.
+func docFiles(t *testing.T, root string) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) == 0 {
+		t.Fatalf("%s has no docs/*.md", root)
+	}
+	files := []string{"README.md"}
+	for _, d := range docs {
+		rel, err := filepath.Rel(root, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, filepath.ToSlash(rel))
+	}
+	return files
+}
+
+// block is one marked code fence of a document.
 type block struct {
+	file string // relative to the repository root
 	role string // "sh" or a file name
 	line int    // of the first line of code
 	text string
 }
 
-// readmeBlocks returns the marked fences in document order.
-func readmeBlocks(t *testing.T, path string) []block {
+// readmeBlocks returns the marked fences of one document in document order;
+// a document may have none.
+func readmeBlocks(t *testing.T, root, file string) []block {
 	t.Helper()
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,26 +163,23 @@ func readmeBlocks(t *testing.T, path string) []block {
 		}
 		role := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(l, readmeMarker), "-->"))
 		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
-			t.Fatalf("README line %d: %s is not followed by a code fence", i+1, l)
+			t.Fatalf("%s line %d: %s is not followed by a code fence", file, i+1, l)
 		}
-		b := block{role: role, line: i + 3}
+		b := block{file: file, role: role, line: i + 3}
 		j := i + 2
 		for ; j < len(lines) && !strings.HasPrefix(lines[j], "```"); j++ {
 			b.text += lines[j] + "\n"
 		}
 		if j == len(lines) {
-			t.Fatalf("README line %d: the fence after %s is never closed", i+2, l)
+			t.Fatalf("%s line %d: the fence after %s is never closed", file, i+2, l)
 		}
 		blocks = append(blocks, b)
 		i = j
 	}
-	if len(blocks) == 0 {
-		t.Fatalf("%s has no %s…--> markers: the first-provider example is untested", path, readmeMarker)
-	}
 	return blocks
 }
 
-// reader plays the README's reader.
+// reader plays the documents' reader.
 type reader struct {
 	t        *testing.T
 	ctx      context.Context
@@ -153,13 +203,13 @@ var (
 	shownSummary = regexp.MustCompile(`^# … (\d+ passed, \d+ failed, \d+ skipped)$`)
 )
 
-// commands runs a sh block line by line. Only the commands the README may
+// commands runs a sh block line by line. Only the commands the documents may
 // tell a reader to type are understood; anything else fails the test, so
-// that the README cannot grow a step this test silently skips.
+// that they cannot grow a step this test silently skips.
 func (r *reader) commands(b block) {
 	t := r.t
 	for n, line := range joinContinued(b.text) {
-		where := fmt.Sprintf("README line %d (%s)", b.line+n, line)
+		where := fmt.Sprintf("%s line %d (%s)", b.file, b.line+n, line)
 		if m := shownSummary.FindStringSubmatch(line); m != nil {
 			if m[1] != r.summary {
 				t.Fatalf("%s: awn conform printed %q", where, r.summary)
@@ -195,7 +245,7 @@ func (r *reader) commands(b block) {
 // writeGo writes a Go file into the current folder, on the test's port.
 func (r *reader) writeGo(b block) {
 	if n := strings.Count(b.text, readmeAddr); n != 1 {
-		r.t.Fatalf("README line %d: %s names %s %d times; the test moves exactly one listen address to a free port", b.line, b.role, readmeAddr, n)
+		r.t.Fatalf("%s line %d: %s names %s %d times; the test moves exactly one listen address to a free port", b.file, b.line, b.role, readmeAddr, n)
 	}
 	src := strings.Replace(b.text, readmeAddr, r.addr, 1)
 	if err := os.WriteFile(filepath.Join(r.dir, b.role), []byte(src), 0o644); err != nil {
@@ -265,11 +315,11 @@ func (r *reader) stop() {
 
 var conformSummary = regexp.MustCompile(`(?m)^((\d+) passed, 0 failed, 0 skipped)$`)
 
-// conform runs the README's awn conform line and wants every item to pass.
+// conform runs a document's awn conform line and wants every item to pass.
 func (r *reader) conform(where string, args []string) {
 	t := r.t
 	if r.server == nil {
-		t.Fatalf("%s: no provider is running (the README must start it with go run . first)", where)
+		t.Fatalf("%s: no provider is running (the document must start it with go run . first)", where)
 	}
 	for i, a := range args {
 		args[i] = strings.ReplaceAll(a, readmeAddr, r.addr)
@@ -315,7 +365,7 @@ func joinContinued(text string) []string {
 	return lines
 }
 
-// shellWords splits one shell line the way sh does for the README's simple
+// shellWords splits one shell line the way sh does for the documents' simple
 // commands: words separated by blanks, '…' and "…" quoting, # starting a
 // comment at the beginning of a word.
 func shellWords(line string) ([]string, error) {
@@ -367,19 +417,4 @@ func freeAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
-}
-
-// TestREADMEStandsAlone keeps the README self-contained: a user of the
-// repository has no design document beside the checkout, so the README must
-// state the contract itself rather than cite one.
-func TestREADMEStandsAlone(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n, line := range strings.Split(string(raw), "\n") {
-		if strings.Contains(line, "DESIGN") {
-			t.Errorf("README line %d cites a design document users do not have; say it in the README's own words: %s", n+1, line)
-		}
-	}
 }

@@ -1,6 +1,6 @@
 // Package egress builds the HTTP client for every outbound call to a URL a
 // user supplied (webhooks, their ping probes), refusing server-side request
-// forgery (DESIGN §8): the address check runs in net.Dialer.Control, after
+// forgery: the address check runs in net.Dialer.Control, after
 // DNS resolution and for every address the dialer tries, so a name that
 // resolves (or re-resolves, DNS rebinding) to an internal address is refused
 // at connect time; redirects are never followed, so a public URL cannot

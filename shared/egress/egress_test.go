@@ -45,7 +45,7 @@ func TestNoProxyFromEnvironment(t *testing.T) {
 	}
 }
 
-// TestCheckAddr is the SSRF table of issue 12 and DESIGN §8, and then some,
+// TestCheckAddr is the SSRF table of issue 12, and then some,
 // as CheckAddr judges each address (no network involved).
 func TestCheckAddr(t *testing.T) {
 	refused := []string{

@@ -1,6 +1,6 @@
 // Package idempotency implements protocol.Idempotency over the item API
 // (store.Store), so that a stateful provider built with the kit acts at most
-// once per X-A2AWire-Task-Id (DESIGN §3). It is written once and runs on every
+// once per X-A2AWire-Task-Id. It is written once and runs on every
 // engine: memory, bolt and DynamoDB.
 //
 // A provider opts in with one option:

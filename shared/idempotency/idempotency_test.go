@@ -158,7 +158,8 @@ func expect(t *testing.T, step string, got resp, status int, code protocol.Code,
 	}
 }
 
-// TestBehaviour runs every idempotency rule of DESIGN §3 on every engine.
+// TestBehaviour runs every idempotency rule of docs/protocol.md on every
+// engine.
 func TestBehaviour(t *testing.T) {
 	cases := []struct {
 		name string
@@ -404,7 +405,7 @@ func testUnstorable(t *testing.T, st store.Store) {
 	}
 }
 
-// testRecordItem reads the stored item through the item API: the README's
+// testRecordItem reads the stored item through the item API: docs/storage.md's
 // key-pattern table is what is on disk.
 func testRecordItem(t *testing.T, st store.Store) {
 	r := newRig(t, st)
@@ -440,7 +441,7 @@ func testRecordItem(t *testing.T, st store.Store) {
 	}
 }
 
-// testFencedClaims is the claim-token conformance case (DESIGN §3): the
+// testFencedClaims is the claim-token conformance case: the
 // holder's claim is taken over by a retry of the SAME request (same hash),
 // so only the token tells them apart. The late holder's Commit and Abort
 // change nothing; the heir's record stays intact and is the one replayed.

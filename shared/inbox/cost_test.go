@@ -17,8 +17,8 @@ import (
 	"github.com/a2awire/a2awire/shared/store/storetest"
 )
 
-// TestCost pins the DynamoDB calls of every inbox operation on DynamoDB
-// Local (the README's cost table), measured by the capacity meter, and the
+// TestCost pins the DynamoDB calls of every inbox operation on DynamoDB Local
+// (docs/storage.md's cost table), measured by the capacity meter, and the
 // item API calls behind them.
 func TestCost(t *testing.T) {
 	m := capacity.New()

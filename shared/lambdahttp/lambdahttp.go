@@ -9,7 +9,7 @@
 // undoes both before the handler runs: each header the event carried is one
 // line with the event's value, and the method is the event's. Every Lambda
 // main and the local harness use it, so the cloud and local paths read the
-// same values (DESIGN §3, "taken exactly as sent").
+// same values: task ids are taken exactly as sent.
 //
 // The package depends on the event types and the adapter only, never on a
 // store client, so a function without table access links no DynamoDB code.

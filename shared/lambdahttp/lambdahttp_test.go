@@ -83,7 +83,7 @@ func TestRawHeaderNetHTTP(t *testing.T) {
 
 // TestTaskIDsThroughEntry: through the Lambda entry, x,a, x,b and x, b are
 // three tasks of a stateful provider, a repeat of x,a is a replay, and a
-// lower-case post is 405 (DESIGN §3, issue 9).
+// lower-case post is 405 (issue 9).
 func TestTaskIDsThroughEntry(t *testing.T) {
 	t.Parallel()
 	var (

@@ -11,7 +11,7 @@ import (
 	"github.com/a2awire/a2awire/shared/protocol"
 )
 
-// The provider from the README's "Build your first provider", served by
+// The provider from docs/protocol.md's "Build your first provider", served by
 // httptest instead of http.ListenAndServe.
 func ExampleHandle() {
 	type In struct {

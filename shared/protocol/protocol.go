@@ -1,5 +1,6 @@
 // Package protocol implements A2AWire, the invocation protocol by which a buyer
-// sends a task to a provider: one HTTP POST, three JSON shapes (DESIGN §3).
+// sends a task to a provider: one HTTP POST, three JSON shapes
+// (docs/protocol.md).
 //
 // It holds the wire types, the one mapping from error code to HTTP status, the
 // provider kit (Provider, Handle) that turns typed Go functions into a
@@ -147,7 +148,7 @@ func (m *Metadata) UnmarshalJSON(data []byte) error {
 // Code is a machine-readable error code.
 type Code string
 
-// Error codes of DESIGN §3.
+// Error codes of the protocol.
 const (
 	InvalidInput          Code = "invalid_input"
 	UnsupportedCapability Code = "unsupported_capability"

@@ -42,7 +42,7 @@ type Recorded struct {
 // Claim is a held task id: the key and the random claim token Begin wrote
 // with it. Commit and Abort present the token, so a holder whose claim was
 // taken over (its deadline passed and a retry claimed the id anew) can
-// neither complete nor delete its heir's record (DESIGN §3).
+// neither complete nor delete its heir's record.
 type Claim struct {
 	TaskKey
 	Token string
@@ -213,7 +213,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	taskID, sent := RawTaskID(r)
 	if p.idem == nil || !sent {
-		// Stateless providers ignore the task id (DESIGN §3); a capability
+		// Stateless providers ignore the task id; a capability
 		// sees it only when it is a valid one.
 		if !ValidTaskID(taskID) {
 			taskID = ""
@@ -307,7 +307,7 @@ func RawTaskID(r *http.Request) (string, bool) {
 	return strings.Join(vals, ","), true
 }
 
-// ValidTaskID reports whether id is a task id as DESIGN §3 defines it: 1 to
+// ValidTaskID reports whether id is a task id as the protocol defines it: 1 to
 // MaxTaskIDLength characters of printable ASCII (0x20–0x7E), commas and
 // inner spaces included. Two ids that differ in any byte are two tasks.
 func ValidTaskID(id string) bool {
@@ -356,7 +356,7 @@ func (p *Provider) render(out any, meta map[string]any, task string, start time.
 		return nil, err
 	}
 	// encoding/json copies raw messages (an echoed input, say) without
-	// checking their UTF-8; JSON out must be valid UTF-8 (DESIGN §2).
+	// checking their UTF-8; JSON out must be valid UTF-8.
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("output of %s is not valid UTF-8", task)
 	}
@@ -512,7 +512,7 @@ func (p *Provider) write(w http.ResponseWriter, status int, body []byte, hdr htt
 
 // retryHeader is the Retry-After of an error: its RetryAfter, or 1 s for a
 // 429 or 503 whose author set none, because the protocol promises the
-// header with both (DESIGN §3) and a buyer should not have to guess.
+// header with both and a buyer should not have to guess.
 func retryHeader(e *Error) string {
 	switch {
 	case e.RetryAfter > 0:

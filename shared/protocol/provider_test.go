@@ -22,7 +22,7 @@ type echoIn struct {
 }
 
 // newTestProvider returns a provider whose "echo" capability fails on demand,
-// so every status of DESIGN §3 can be provoked.
+// so every status of the protocol can be provoked.
 func newTestProvider(opts ...protocol.Option) *protocol.Provider {
 	opts = append([]protocol.Option{protocol.WithLogger(logging.Discard())}, opts...)
 	p := protocol.NewProvider("test-agent", opts...)
@@ -84,7 +84,8 @@ func mustErrorBody(t *testing.T, w *httptest.ResponseRecorder) protocol.ErrorBod
 	return e
 }
 
-// TestStatusTable has one case per row of DESIGN §3's status table.
+// TestStatusTable has one case per row of the protocol's status table
+// (docs/protocol.md).
 func TestStatusTable(t *testing.T) {
 	p := newTestProvider()
 	small := newTestProvider(protocol.WithMaxBody(64))

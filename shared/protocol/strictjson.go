@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 )
 
-// JSONError is why a text is not strict JSON (DESIGN §2, "JSON in is
-// strict"): a syntax error, invalid UTF-8, a lone surrogate escape, a
+// JSONError is why a text is not strict JSON (JSON in is strict): a
+// syntax error, invalid UTF-8, a lone surrogate escape, a
 // duplicated object key, or data after the value. Msg is in words a buyer can
 // act on; Loc is the path of keys (and array indexes) to the problem.
 type JSONError struct {

@@ -75,12 +75,12 @@ func seed(t testing.TB, st store.Store, n int, rare map[int]bool) {
 	}
 }
 
-// TestDiscoverReadsOnlyMatches is the must-show of DESIGN §5: with 5,000
+// TestDiscoverReadsOnlyMatches: with 5,000
 // registered agents on DynamoDB Local, discovering a capability held by 3
 // of them returns exactly those 3 with one Query on gsi1 that reads at
 // most limit+1 items, measured by the capacity meter and an item counter.
-// It also pins the DynamoDB calls of every registry operation (README cost
-// table).
+// It also pins the DynamoDB calls of every registry operation (docs/storage.md
+// cost table).
 func TestDiscoverReadsOnlyMatches(t *testing.T) {
 	start := time.Now()
 	m := capacity.New()
@@ -157,7 +157,7 @@ func TestDiscoverReadsOnlyMatches(t *testing.T) {
 	}
 	t.Logf("discover rare-skill status=any: %v", use)
 
-	// The other operations, for the README's cost table.
+	// The other operations, for docs/storage.md's cost table.
 	steps := []struct {
 		name  string
 		run   func() error

@@ -1,9 +1,9 @@
-// Package registry is the agent registry of DESIGN §5 and the key directory
-// of §7, written once over the item API (store.Store) so that it runs on
-// memory, bolt and DynamoDB alike: a name is bound to the first key that
-// registers it, its owner updates it and sets its presence, and buyers
-// discover agents by capability through gsi1 — a Query of the matching
-// items only, never a scan of the registry.
+// Package registry is the agent registry and the key directory, written once
+// over the item API (store.Store) so that it runs on memory, bolt and
+// DynamoDB alike: a name is bound to the first key that registers it, its
+// owner updates it and sets its presence, and buyers discover agents by
+// capability through gsi1 — a Query of the matching items only, never a scan
+// of the registry.
 //
 // # Items
 //
@@ -19,7 +19,7 @@
 // page is one Query and no Get per agent. <status> is "online" or
 // "offline": presence moves every item of an agent from one partition to
 // the other. The key item binds a keyid to its public key and to the one
-// name it registers (one key is one agent, DESIGN §5/§7): the key
+// name it registers (one key is one agent): the key
 // directory and NameForKey read it with one Get. The skeleton item binds a
 // name's confusable skeleton (ident.Skeleton: "a2awire-c1ean" and
 // "a2awire-clean" share one) to the keyid that holds it and the name that
@@ -105,7 +105,7 @@ const (
 	Offline Status = "offline"
 )
 
-// Limits of a registration (DESIGN §5).
+// Limits of a registration.
 const (
 	MaxEndpointLen    = 2048
 	MaxDescriptionLen = 1024 // characters
@@ -754,7 +754,7 @@ func (r *Registry) Discover(ctx context.Context, f Filter) (Page, error) {
 	return out, nil
 }
 
-// validate checks a registration (DESIGN §5), naming the field in words.
+// validate checks a registration, naming the field in words.
 func (r *Registry) validate(a *Agent) error {
 	invalid := func(format string, args ...any) error { return apierror.New(apierror.Invalid, format, args...) }
 	if !nameShape.Match(a.Name) {

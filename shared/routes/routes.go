@@ -136,8 +136,8 @@ var table = []Route{
 	{Method: "ANY", Path: "/agents/a2awire-translator/invoke", Function: "fixture-translator", Auth: Public, Table: NoTable},
 	{Method: "ANY", Path: "/agents/a2awire-ledger/invoke", Function: "fixture-ledger", Auth: Public, Table: ReadWrite},
 
-	// The registry (DESIGN §5), the key directories (§7) and the network
-	// Agent Card (§6). Registering writes the nonce guard too.
+	// The registry, the key directories and the network Agent Card.
+	// Registering writes the nonce guard too.
 	{Method: "POST", Path: "/api/v1/agents", Function: "registry", Auth: Signed, Table: ReadWrite},
 	{Method: "GET", Path: "/api/v1/agents", Function: "registry", Auth: Public, Table: ReadOnly},
 	{Method: "GET", Path: "/api/v1/agents/{name}", Function: "registry", Auth: Public, Table: ReadOnly},
@@ -147,7 +147,7 @@ var table = []Route{
 	{Method: "GET", Path: "/.well-known/agent-card.json", Function: "registry", Auth: Public, Table: NoTable},
 	{Method: "GET", Path: "/.well-known/agent.json", Function: "registry", Auth: Public, Table: NoTable},
 
-	// The worlds (DESIGN §6), one function per route. Every signed route
+	// The worlds, one function per route. Every signed route
 	// writes the nonce guard, and the rate-limited ones their windows, so
 	// all but the public reads are read-write.
 	{Method: "PUT", Path: "/v0/worlds/{world}", Function: "world-put", Auth: Signed, Table: ReadWrite},

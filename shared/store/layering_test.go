@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// The layering of DESIGN §2 ("no engine knows any domain"), checked on the
+// The layering of the store (no engine knows any domain), checked on the
 // source tree with go/parser (so it runs while other packages are broken):
 //
 //   - no engine package (shared/store/memory, bolt, dynamo, internal and

@@ -1,5 +1,5 @@
 // Package store is the one storage model every domain speaks: DynamoDB's item
-// model, reduced to the few operations the domains need (DESIGN §2).
+// model, reduced to the few operations the domains need.
 //
 // Items are keyed by a partition key "pk" and a sort key "sk" (both strings).
 // An item may carry "gsi1pk"/"gsi1sk" to appear in the sparse index gsi1, and a

@@ -1,8 +1,10 @@
-// Package webhookhttp is the HTTP surface of a member's webhook (DESIGN §6,
-// §8): PUT registers the URL and shows the new secret once, GET shows the URL
-// and delivery stats, DELETE removes it, POST …/replay re-sends dead letters.
-// One constructor per function (world-webhook-set, -show, -remove, -replay),
-// so each Lambda's main calls exactly one and the linker drops the others.
+// Package webhookhttp is the HTTP surface of a member's webhook
+// (docs/webhooks.md): PUT registers the URL and shows the new secret once,
+// GET shows the URL and delivery stats, DELETE removes it, POST …/replay
+// re-sends dead letters. One constructor per function (world-webhook-set,
+// -show, -remove,
+// -replay), so each Lambda's main calls exactly one and the linker drops the
+// others.
 //
 // The storage is helper G's shared/webhook; this package names only what it
 // needs of it (the Store interfaces below), so the wiring adapts one to the

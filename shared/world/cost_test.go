@@ -36,8 +36,8 @@ func wantErr(kind apierror.Kind, err error) error {
 	return nil
 }
 
-// costSteps run in order on one fresh table; the README's cost table lists
-// the same figures.
+// costSteps run in order on one fresh table; docs/storage.md's cost table
+// lists the same figures.
 func costSteps() []costStep {
 	a, b := auth.AWNID(key(1)), auth.AWNID(key(2))
 	return []costStep{

@@ -12,7 +12,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store"
 )
 
-// Visibility says who may see an event (DESIGN §6).
+// Visibility says who may see an event.
 type Visibility string
 
 // Visibilities. Members see public and agents events; a private event is
@@ -23,7 +23,7 @@ const (
 	Private Visibility = "private"
 )
 
-// Event types (DESIGN §6); webhooks also get PingProbe.
+// Event types; webhooks also get PingProbe.
 const (
 	AgentJoined     = "agent.joined"
 	AgentLeft       = "agent.left"

@@ -1,4 +1,4 @@
-// Package world is the AWN world layer of DESIGN §6 written once over the
+// Package world is the AWN world layer (docs/worlds.md) written once over the
 // item API (store.Store), so it runs on memory, bolt and DynamoDB alike:
 // worlds and their manifests, membership with slots, the key lookups of
 // member routes, the event log with its visibility rules and long poll,

@@ -27,11 +27,12 @@ func TestMain(m *testing.M) {
 	os.Exit(dynamolocal.Main(m, func(s *dynamolocal.Server) { local = s }))
 }
 
-// TestRequestCost pins the DynamoDB calls of one request on each world
-// route on DynamoDB Local, auth included (the README's cost table): a
-// signed request claims its nonce (one conditional PutItem), a member
-// route finds the signing key within the world (one GetItem), a limited
-// route counts the request (one UpdateItem), then the domain's own calls.
+// TestRequestCost pins the DynamoDB calls of one request on each world route
+// on DynamoDB Local, auth included (docs/worlds.md's table of calls per
+// request): a signed request claims its nonce (one conditional PutItem), a
+// member route finds the signing key within the world (one GetItem), a
+// limited route counts the request (one UpdateItem), then the domain's own
+// calls.
 func TestRequestCost(t *testing.T) {
 	m := capacity.New()
 	client, table := dynamolocal.NewTable(t, local, m.Option())

@@ -1,5 +1,5 @@
 // Package clean is the a2awire-clean fixture: the minimal, strictly
-// conformant reference provider (DESIGN §4). It counts the words, characters
+// conformant reference provider. It counts the words, characters
 // and lines of a text and adds nothing to the protocol's required metadata,
 // so a buyer can test that it reads exactly what the protocol promises.
 package clean

@@ -173,7 +173,7 @@ func testBookAccounts(t *testing.T, st store.Store) {
 	}
 }
 
-// testBookItems reads the items through the item API: the README's
+// testBookItems reads the items through the item API: docs/storage.md's
 // key-pattern table is what is stored.
 func testBookItems(t *testing.T, st store.Store) {
 	ctx := context.Background()

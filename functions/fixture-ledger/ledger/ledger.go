@@ -1,5 +1,5 @@
 // Package ledger is the a2awire-ledger fixture: the stateful provider
-// (DESIGN §4). record-entry appends to an account's ledger and balance reads
+// of the five. record-entry appends to an account's ledger and balance reads
 // it back. The ledger itself (Book: accounts, entries, entry-id guards; key
 // patterns in book.go) is written once over the item API (store.Store), so
 // it runs unchanged on memory, bolt and DynamoDB.
@@ -181,7 +181,7 @@ func (l *ledger) balance(ctx context.Context, in BalanceInput) (BalanceOutput, e
 }
 
 // storeError turns a failure of the book into what the client sees
-// (DESIGN §3, issue 9): an overloaded or contended store is 503 unavailable
+// (issue 9): an overloaded or contended store is 503 unavailable
 // with Retry-After, and nothing was written; an unknown outcome is 503 too,
 // and its message points to the task-id replay path, which settles it
 // without appending twice; anything else is a 500 whose text stays in the

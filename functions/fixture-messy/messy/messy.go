@@ -1,5 +1,5 @@
 // Package messy is the a2awire-messy fixture: a provider that is conformant
-// but untidy, so buyers can test their tolerance (DESIGN §4). It echoes its
+// but untidy, so buyers can test their tolerance. It echoes its
 // input with extra, undocumented fields in both output and metadata, and on
 // request fails with every error class a buyer must handle.
 package messy

@@ -1,5 +1,5 @@
 // Package punctual is the a2awire-punctual fixture: a stateless provider with
-// two capabilities that exercises routing on task and timing (DESIGN §4).
+// two capabilities that exercises routing on task and timing.
 package punctual
 
 import (

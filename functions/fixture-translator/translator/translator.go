@@ -1,5 +1,5 @@
 // Package translator is the a2awire-translator fixture: a provider with an
-// upstream dependency (DESIGN §4), so buyers can see both a model-backed
+// upstream dependency, so buyers can see both a model-backed
 // answer and a degraded one.
 //
 // When an OpenAI-compatible chat endpoint is configured and answers in time,

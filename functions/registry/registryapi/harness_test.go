@@ -15,8 +15,8 @@ import (
 
 // TestHarnessServesRegistry: the local harness mounts the registry from
 // the route table, with the network key it generated at start, and lets a
-// signed registration with an http:// endpoint through, as DESIGN §5
-// allows locally.
+// signed registration with an http:// endpoint through, as the registry
+// allows locally (the cloud wants https).
 func TestHarnessServesRegistry(t *testing.T) {
 	h, err := harness.New(harness.Options{Log: logging.Discard()})
 	if err != nil {

@@ -1,8 +1,8 @@
-// Package registryapi is the HTTP surface of the registry function (DESIGN
-// §5, §6's network Agent Card, §7's key directories): agents register under
-// a name bound to their first key, are discovered by capability and status,
-// go online and offline, and their keys are served as Web Bot Auth key
-// directories. The domain is shared/registry; this package only decodes,
+// Package registryapi is the HTTP surface of the registry function (the
+// registry, the network's Agent Card, the key directories): agents register
+// under a name bound to their first key, are discovered by capability and
+// status, go online and offline, and their keys are served as Web Bot Auth
+// key directories. The domain is shared/registry; this package only decodes,
 // dispatches and renders.
 //
 // Every route and its auth come from the route table through
@@ -34,7 +34,7 @@ import (
 // serves.
 const Function = "registry"
 
-// Discovery page sizes (DESIGN §5), the domain's.
+// Discovery page sizes, the domain's.
 const (
 	DefaultLimit = registry.DefaultLimit
 	MaxLimit     = registry.MaxLimit
@@ -325,7 +325,7 @@ func writeDirectory(w http.ResponseWriter, pub ed25519.PublicKey) {
 	_ = json.NewEncoder(w).Encode(auth.NewDirectory(pub))
 }
 
-// profile is an agent as the registry surface shows it (DESIGN §5).
+// profile is an agent as the registry surface shows it.
 type profile struct {
 	Name         string   `json:"name"`
 	Description  string   `json:"description"`

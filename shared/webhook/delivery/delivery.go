@@ -1,4 +1,4 @@
-// Package delivery makes one webhook delivery attempt (DESIGN §8): it builds
+// Package delivery makes one webhook delivery attempt: it builds
 // the body, signs it afresh with Standard Webhooks' v1 and v1a, POSTs it
 // through the caller's (SSRF-safe, shared/egress) client within 5 s, and
 // reads what the receiver answered — its status, how long it took, a

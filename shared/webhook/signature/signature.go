@@ -1,5 +1,5 @@
 // Package signature signs and verifies webhook deliveries as Standard
-// Webhooks does (DESIGN §8): the signed content is "<id>.<unix ts>.<body>",
+// Webhooks does: the signed content is "<id>.<unix ts>.<body>",
 // the symmetric signature "v1,<base64 HMAC-SHA256>" keyed by the decoded
 // "whsec_" secret, and the asymmetric one "v1a,<base64 Ed25519>" made with
 // the network's key, both in one space-separated webhook-signature header.
