@@ -1,7 +1,7 @@
 // Package cloud stands in for the AWS services around the functions, as
 // strictly as they behave in AWS: Lambda's invocation (the event serialized
-// to JSON bytes and parsed back by the function's entry as lambda.NewHandler
-// parses it, its timeout, its 6 MB payload limits), API Gateway HTTP API's
+// to JSON bytes with encoding/json and decoded by lambda.NewHandler, its
+// timeout, its 6 MB payload limits), API Gateway HTTP API's
 // Lambda proxy integration (payload format 2.0, its size limits and 30 s
 // integration timeout), a DynamoDB stream event source mapping over a
 // store.Feed, and EventBridge schedules. The harness (local/harness) builds it over every function.
