@@ -1,7 +1,7 @@
 // Package cloud stands in for the AWS services around the functions, as
 // strictly as they behave in AWS: Lambda's invocation (the event serialized
-// to JSON bytes and parsed back by the function's entry as lambda.NewHandler
-// parses it, its timeout, its 6 MB payload limits), API Gateway HTTP API's
+// to JSON bytes with encoding/json and decoded by lambda.NewHandler, its
+// timeout, its 6 MB payload limits), API Gateway HTTP API's
 // Lambda proxy integration (payload format 2.0, its size limits and 30 s
 // integration timeout), a DynamoDB stream event source mapping over a
 // store.Feed, and EventBridge schedules. The harness (local/harness) builds it over every function.
@@ -12,14 +12,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 )
@@ -55,19 +53,18 @@ type PanicError struct {
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Entry is one function's Lambda entry: the very function its main passes
-// to lambda.Start, driven as lambda.NewHandler drives it so that every
-// event is serialized to JSON and decoded again as in Lambda (an HTTP API
-// function's by httpHandler, which does the same without reflection).
+// to lambda.Start, driven through lambda.NewHandler so that every event is
+// serialized to JSON and decoded again with encoding/json, and every
+// response encoded with it, as in Lambda.
 //
 // A lambda.Handler serves one invocation at a time (its output buffer is
 // reused by the next call), as one Lambda execution environment does, so
 // an Entry keeps a set of handlers: one per concurrent invocation, kept
 // between invocations and dropped when not needed for a while. The gateway
 // runs each invocation on its request's own goroutine, a watch at the
-// deadline answering for a function that overruns: handing every request
-// to a worker goroutine and back cost it some 12 µs, and 20 µs of CPU, in
-// waking a second thread (BenchmarkGateway). Invoke, for everything else,
-// waits on its own goroutine for the function or the deadline.
+// deadline answering for a function that overruns, which spares every
+// request a hand-off to another goroutine and back. Invoke, for everything
+// else, waits on its own goroutine for the function or the deadline.
 type Entry struct {
 	name    string
 	arn     string // FunctionARN(name), built once
@@ -94,7 +91,7 @@ type idleHandler struct {
 }
 
 type result struct {
-	out string
+	out []byte // the function's response, a copy of its own
 	err error
 }
 
@@ -127,25 +124,20 @@ func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	go func() { done <- e.run(fctx, payload) }()
 	select {
 	case r := <-done:
-		out, err := e.checked(r)
-		if err != nil {
-			return nil, err
-		}
-		return []byte(out), nil
+		return e.checked(r)
 	case <-fctx.Done():
 		return nil, e.expired(ctx)
 	}
 }
 
-// invokeHere is Invoke run on the calling goroutine, with the response as
-// a string. When the deadline passes first, expired is called on another
+// invokeHere is Invoke run on the calling goroutine. When the deadline passes first, expired is called on another
 // goroutine with the error Invoke would return, at the deadline; invokeHere
 // itself returns that same error once the function is done, its result
 // discarded.
-func (e *Entry) invokeHere(ctx context.Context, payload []byte, expired func(error)) (string, error) {
+func (e *Entry) invokeHere(ctx context.Context, payload []byte, expired func(error)) ([]byte, error) {
 	fctx, cancel, err := e.begin(ctx, payload)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer cancel()
 	stop := context.AfterFunc(fctx, func() { expired(e.expired(ctx)) })
@@ -153,7 +145,7 @@ func (e *Entry) invokeHere(ctx context.Context, payload []byte, expired func(err
 	if !stop() {
 		// The deadline came first, even if only just: Lambda discards
 		// a result that comes after it.
-		return "", e.expired(ctx)
+		return nil, e.expired(ctx)
 	}
 	return e.checked(r)
 }
@@ -184,12 +176,12 @@ func (e *Entry) expired(parent context.Context) error {
 }
 
 // checked applies Lambda's response limit to a result.
-func (e *Entry) checked(r result) (string, error) {
+func (e *Entry) checked(r result) ([]byte, error) {
 	if r.err != nil {
-		return "", r.err
+		return nil, r.err
 	}
 	if len(r.out) > MaxResponsePayload {
-		return "", fmt.Errorf("%s: %w (%d bytes)", e.name, ErrResponseTooLarge, len(r.out))
+		return nil, fmt.Errorf("%s: %w (%d bytes)", e.name, ErrResponseTooLarge, len(r.out))
 	}
 	return r.out, nil
 }
@@ -217,7 +209,7 @@ func (e *Entry) acquire() lambda.Handler {
 		return h
 	}
 	e.mu.Unlock()
-	return newHandler(e.fn)
+	return lambda.NewHandler(e.fn)
 }
 
 // release returns h to the idle set and drops the handlers that have not
@@ -238,50 +230,6 @@ func (e *Entry) release(h lambda.Handler) {
 	}
 }
 
-// HTTPHandler is the signature of an HTTP API function's entry (what
-// shared/lambdahttp.Entry returns).
-type HTTPHandler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
-
-// newHandler is lambda.NewHandler(fn), except for an HTTPHandler: that one
-// is driven by httpHandler, which does what lambda.NewHandler's reflection
-// does for that signature with the same bytes in and out.
-func newHandler(fn any) lambda.Handler {
-	if f, ok := fn.(HTTPHandler); ok {
-		return &httpHandler{fn: f}
-	}
-	return lambda.NewHandler(fn)
-}
-
-// httpHandler runs an HTTPHandler as lambda.NewHandler does — the event
-// decoded as by json.Decoder.Decode, the response encoded as by a
-// json.Encoder without HTML escaping and its newline dropped — but with
-// parseEvent and AppendResponse instead of reflection (encoding/json
-// decides every event parseEvent does not take). The tests hold the two
-// to the same output for the same payload.
-type httpHandler struct {
-	fn  HTTPHandler
-	out []byte // reused by the next invocation, as lambda.NewHandler's buffer is
-}
-
-func (h *httpHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	ev, ok := parseEvent(payload)
-	if !ok {
-		// Decoded into a variable of its own, which escapes to the heap
-		// on this path only.
-		var slow events.APIGatewayV2HTTPRequest
-		if err := json.NewDecoder(bytes.NewReader(payload)).Decode(&slow); err != nil {
-			return nil, err
-		}
-		ev = slow
-	}
-	resp, err := h.fn(ctx, ev)
-	if err != nil {
-		return nil, err
-	}
-	h.out = AppendResponse(h.out[:0], &resp)
-	return h.out, nil
-}
-
 // invokeHandler runs one invocation, turning a panic into a *PanicError.
 func invokeHandler(ctx context.Context, h lambda.Handler, payload []byte) (r result, panicked bool) {
 	defer func() {
@@ -291,7 +239,7 @@ func invokeHandler(ctx context.Context, h lambda.Handler, payload []byte) (r res
 	}()
 	out, err := h.Invoke(ctx, payload)
 	// The handler reuses out's memory on its next call.
-	return result{out: string(out), err: err}, false
+	return result{out: bytes.Clone(out), err: err}, false
 }
 
 // FunctionARN is the local stand-in for a function's ARN.

@@ -59,13 +59,7 @@ type Gateway struct {
 	bodyWait    time.Duration
 	bodies      *budget
 	chunks      sync.Pool // of chunkSize buffers for reading bodies
-	payloads    sync.Pool // of *[]byte, the events' JSON
-	headerMaps  sync.Pool // of empty map[string]string, an event's or a response's headers while they are copied
 }
-
-// maxPooledPayload is the largest event buffer kept for reuse: the usual
-// event is a few KB, and a rare big one should not pin its memory.
-const maxPooledPayload = 64 << 10
 
 // NewGateway returns a gateway over entries, keyed by function name. Every
 // function that serves a route must have an entry, with a timeout within
@@ -95,8 +89,6 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 		bodies:      newBudget(orDefault(o.BodyBudget, 64<<20)),
 	}
 	g.chunks.New = func() any { b := make([]byte, chunkSize); return &b }
-	g.payloads.New = func() any { b := make([]byte, 0, 4096); return &b }
-	g.headerMaps.New = func() any { return make(map[string]string, 8) }
 	return g, nil
 }
 
@@ -167,17 +159,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 	if !ok {
 		routeKey = route.Key()
 	}
-	// The event's header map lives only until the event is JSON.
-	eventHeaders := g.headerMaps.Get().(map[string]string)
-	event := buildEvent(r, routeKey, params, body, start, requestID, eventHeaders)
-	buf := g.payloads.Get().(*[]byte)
-	payload, err := AppendEvent((*buf)[:0], &event)
-	g.putHeaders(eventHeaders)
+	// The event reaches the function as Lambda delivers it: JSON bytes,
+	// written here by encoding/json and decoded by lambda.NewHandler.
+	payload, err := json.Marshal(buildEvent(r, routeKey, params, body, start, requestID))
 	if err != nil {
-		g.payloads.Put(buf)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
-	body, event = nil, events.APIGatewayV2HTTPRequest{}
+	body = nil
 
 	entry := g.entries[fn]
 	// A client that goes away does not stop a Lambda invocation in AWS,
@@ -207,16 +195,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 			// connection cannot serve another request until it
 			// returns: the client is told not to wait for it.
 			w.Header().Set("Connection", "close")
-			res := g.respond(ictx, w, fn, "", err)
+			res := g.respond(ictx, w, fn, nil, err)
 			_ = http.NewResponseController(w).Flush()
 			g.logAccess(r, requestID, start, res)
 		})
 	})
-	// The function has returned, so nothing reads the event any more.
-	if cap(payload) <= maxPooledPayload {
-		*buf = payload[:0]
-		g.payloads.Put(buf)
-	}
 	payload = nil
 	var res outcome
 	if !ans.once(func() { res = g.respond(ictx, w, fn, out, err) }) {
@@ -249,7 +232,7 @@ func (a *answer) once(write func()) bool {
 
 // respond writes API Gateway's answer to an invocation's outcome: the
 // function's response, or the gateway's error for a failed invocation.
-func (g *Gateway) respond(ictx context.Context, w http.ResponseWriter, fn, out string, err error) outcome {
+func (g *Gateway) respond(ictx context.Context, w http.ResponseWriter, fn string, out []byte, err error) outcome {
 	switch {
 	case errors.Is(err, ErrRequestTooLarge):
 		return outcome{status: gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large"), function: fn, err: err}
@@ -261,11 +244,7 @@ func (g *Gateway) respond(ictx context.Context, w http.ResponseWriter, fn, out s
 		g.log.ErrorContext(ictx, "function failed", "function", fn, "err", err)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
-	// The response's header map lives only until its headers are
-	// copied to w.
-	respHeaders := g.headerMaps.Get().(map[string]string)
-	defer g.putHeaders(respHeaders)
-	resp, respBody, err := decodeResponse(out, respHeaders)
+	resp, respBody, err := decodeResponse(out)
 	if err != nil {
 		g.log.ErrorContext(ictx, "bad function response", "function", fn, "err", err)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
@@ -277,17 +256,6 @@ func (g *Gateway) respond(ictx context.Context, w http.ResponseWriter, fn, out s
 		return outcome{status: status, function: fn, clientGone: true}
 	}
 	return outcome{status: status, function: fn}
-}
-
-// putHeaders empties m and keeps it for another request, unless it grew
-// past the usual size: a rare request with many headers should not pin
-// their memory.
-func (g *Gateway) putHeaders(m map[string]string) {
-	if len(m) > 32 {
-		return
-	}
-	clear(m)
-	g.headerMaps.Put(m)
 }
 
 // requestLineAndHeaders is the size API Gateway's 10,240-byte quota counts.
@@ -480,12 +448,13 @@ func isTextType(contentType string) bool {
 // the forwarded protocol, cookies split out, query and path parameters, the
 // request context, and the body as text or base64 by its content type.
 func BuildEvent(r *http.Request, route routes.Route, params map[string]string, body []byte, now time.Time) events.APIGatewayV2HTTPRequest {
-	return buildEvent(r, route.Key(), params, body, now, NewRequestID(), make(map[string]string, len(r.Header)+4))
+	return buildEvent(r, route.Key(), params, body, now, NewRequestID())
 }
 
 // buildEvent is BuildEvent with the route's key and the request id the
-// gateway chose, filling headers (an empty map) with the event's headers.
-func buildEvent(r *http.Request, routeKey string, params map[string]string, body []byte, now time.Time, requestID string, headers map[string]string) events.APIGatewayV2HTTPRequest {
+// gateway chose.
+func buildEvent(r *http.Request, routeKey string, params map[string]string, body []byte, now time.Time, requestID string) events.APIGatewayV2HTTPRequest {
+	headers := make(map[string]string, len(r.Header)+4)
 	var cookies []string
 	for k, vs := range r.Header {
 		lk, ok := lowerHeaders[k]
@@ -643,18 +612,12 @@ func domainPrefix(host string) string {
 	return prefix
 }
 
-// decodeResponse reads a function's JSON answer and its body.
-// headers, when not nil, is an empty map to hold the response's headers.
-func decodeResponse(out string, headers map[string]string) (events.APIGatewayV2HTTPResponse, responseBody, error) {
-	resp, ok := parseResponse(out, headers)
-	if !ok {
-		// Decoded into a variable of its own, which escapes to the heap
-		// on this path only.
-		var slow events.APIGatewayV2HTTPResponse
-		if err := json.Unmarshal([]byte(out), &slow); err != nil {
-			return slow, responseBody{}, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
-		}
-		resp = slow
+// decodeResponse reads a function's JSON answer, as API Gateway reads a
+// Lambda response, and its body.
+func decodeResponse(out []byte) (events.APIGatewayV2HTTPResponse, responseBody, error) {
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return resp, responseBody{}, fmt.Errorf("response is not an API Gateway v2 response: %w", err)
 	}
 	if resp.StatusCode != 0 && (resp.StatusCode < 100 || resp.StatusCode > 599) {
 		return resp, responseBody{}, fmt.Errorf("response status %d", resp.StatusCode)
@@ -734,7 +697,7 @@ func WriteResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) 
 	if err != nil {
 		return err
 	}
-	resp, body, err := decodeResponse(string(out), nil)
+	resp, body, err := decodeResponse(out)
 	if err != nil {
 		return err
 	}
