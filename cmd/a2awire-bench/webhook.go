@@ -22,7 +22,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
-	"github.com/a2awire/a2awire/shared/webhook/fanout"
+	"github.com/a2awire/a2awire/cmd/a2awire-bench/fanout"
 	"github.com/a2awire/a2awire/shared/world"
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -130,7 +130,7 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 func fanoutRow(ctx context.Context, events int) Row {
 	row := Row{ID: "7", Name: "webhook fan-out: deliveries/s to 100 loopback receivers in one world, p99 event → delivery",
 		Target: "reported (no written target)", Status: Info,
-		Method: fmt.Sprintf("shared/webhook/fanout: 100 receivers on 127.0.0.1, %d public events committed one after another on the memory engine, each awaited by all; delivered by the webhook-dispatcher's Lambda entry driven from the engine's change feed with its route-table trigger (cloud.Stream, as make local runs it); latency = commit → arrival; deliveries/s = deliveries ÷ first commit → last arrival", events)}
+		Method: fmt.Sprintf("cmd/a2awire-bench/fanout: 100 receivers on 127.0.0.1, %d public events committed one after another on the memory engine, each awaited by all; delivered by the webhook-dispatcher's Lambda entry driven from the engine's change feed with its route-table trigger (cloud.Stream, as make local runs it); latency = commit → arrival; deliveries/s = deliveries ÷ first commit → last arrival", events)}
 	st := memory.New()
 	defer st.Close()
 	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: loopbackClient(), NetworkKey: networkKey(), Actions: world.New(st), Log: logging.Discard()})
