@@ -82,6 +82,7 @@ func TestSettleAfterLostLease(t *testing.T) {
 				c := &clock{now: t0}
 				d := newDispatcher(t, st, c, nil)
 				rc := newStalled(t)
+				addMember(t, st, "w", "aw:a") // only a member's webhook is set and delivered to
 				if _, err := d.Store().Set(ctx, "w", "aw:a", rc.URL); err != nil {
 					t.Fatal(err)
 				}
