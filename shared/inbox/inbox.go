@@ -177,6 +177,10 @@ type Inbox struct {
 	store store.Store
 	now   func() time.Time
 	ids   *world.IDs
+	// log commits each message's event; one per Inbox, so concurrent sends
+	// of a process share its per-world queue and what it learned of the
+	// head's lead over this clock.
+	log *world.Log
 }
 
 // Option configures an Inbox.
@@ -210,6 +214,7 @@ func New(st store.Store, opts ...Option) *Inbox {
 	for _, o := range opts {
 		o(b)
 	}
+	b.log = world.NewLog(st, b.ids, b.now)
 	return b
 }
 
@@ -286,7 +291,7 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 		sender = len(with)
 		with = append(with, world.MemberCheck(w, from))
 	}
-	_, err = world.NewLog(b.store, b.ids, b.now).Commit(ctx, ev, with...)
+	_, err = b.log.Commit(ctx, ev, with...)
 	var cf *store.ConditionFailedError
 	switch {
 	case err == nil:
