@@ -163,8 +163,38 @@ func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Act
 	if drain {
 		l.drain(q, r)
 	}
-	<-r.done
+	// A caller gives up its place in the queue a margin before its
+	// deadline, so a Lambda answers 503 (nothing written, retry) instead of
+	// timing out with its write still to come; once its request is in a
+	// batch, the batch's outcome is its answer.
+	var giveUp <-chan time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(time.Until(dl) - deadlineMargin)
+		defer t.Stop()
+		giveUp = t.C
+	}
+	select {
+	case <-r.done:
+	case <-giveUp:
+		if q.withdraw(r) {
+			return ev, fmt.Errorf("world %s: the event waited for the log until its caller's deadline and was not written: %w", ev.World, store.ErrUnavailable)
+		}
+		<-r.done
+	}
 	return r.ev, r.err
+}
+
+// withdraw takes r out of the queue; false when a drainer took it already.
+func (q *queue) withdraw(r *request) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, w := range q.waiting {
+		if w == r {
+			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // drain commits the queue's requests until it is empty, or, once own (the
@@ -252,8 +282,15 @@ func (l *Log) run(batch []*request) {
 		return
 	}
 	// The batch is not one caller's: one caller's context ending must not
-	// fail the others.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), batchTimeout)
+	// fail the others. It must end before the earliest caller's deadline
+	// (less the margin), though, or that caller's answer comes too late.
+	end := time.Now().Add(batchTimeout)
+	for _, r := range batch {
+		if dl, ok := r.ctx.Deadline(); ok && dl.Add(-deadlineMargin).Before(end) {
+			end = dl.Add(-deadlineMargin)
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(batch[0].ctx), end)
 	err := l.write(ctx, batch)
 	cancel()
 	if err != nil && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrOutcomeUnknown) {
