@@ -103,21 +103,28 @@ func (m soakMember) join(ctx context.Context, base string) (int, []byte, error) 
 // each commit one event: actions (agents), messages to the followers
 // (private) and joins of new members (public). Meanwhile 8 members follow
 // with `after` (limits 1, 7, 100) and 2 with long polls (`wait=2`), each
-// poll through a harness picked at random. Every follower sees every
-// event it may see — public, agents and its own private ones, as the
-// table holds them — exactly once, in id order, and nothing else. It logs
-// the events/s the world sustained and the DynamoDB capacity per event,
-// everything the requests cost included (signature nonces, rate-limit
-// windows, membership checks, the followers' polls). A write answered 503
-// (the head kept moving) or 429 is retried, as a client would, and
-// counted.
+// poll through a harness picked at random. Every follower sees the events
+// it may see — public, agents and its own private ones, as the table
+// holds them — exactly once, in id order, and nothing else. It logs the
+// events/s the world sustained and the DynamoDB calls and capacity per
+// event, everything the requests cost included (signature nonces,
+// rate-limit windows, membership checks, the followers' polls).
 //
-// make test runs 400 events (about 30 s under -race on a loaded 2-core
-// machine); A2AWIRE_SOAK_EVENTS=5000 runs the issue's full soak, with
-// A2AWIRE_SOAK_BOUND (default 1m) raised to give the limit-1 follower
-// time: A2AWIRE_SOAK_BOUND=5m.
+// A write answered 503 (the head kept moving) or 429 is retried, as a
+// client would, and counted; so is one answered 500, which the test
+// checks is only ever a function that overran its timeout (at 64
+// concurrent requests and the few events/s DynamoDB Local sustains on a
+// loaded 2-core machine, a request waits about as long as the 10 s
+// timeout). Such a write may still commit after its answer, after the
+// followers have stopped: its event then has an id past all they saw, so
+// a follower may be short of the table by at most one event per answer
+// 500, and only at the end.
+//
+// make test runs 200 events, bounded by 2 minutes; A2AWIRE_SOAK_EVENTS=5000
+// runs the issue's full soak, with A2AWIRE_SOAK_BOUND raised to cover it
+// (25m on a loaded 2-core machine).
 func TestHarnessEventLogSoak(t *testing.T) {
-	events, bound := 400, time.Minute
+	events, bound := 200, 2*time.Minute
 	if n, err := strconv.Atoi(os.Getenv("A2AWIRE_SOAK_EVENTS")); err == nil && n > 0 {
 		events = n
 	}
@@ -176,10 +183,25 @@ func TestHarnessEventLogSoak(t *testing.T) {
 	for i := range members {
 		members[i] = newSoakMember(t, 100+i, tr)
 	}
+	var joining sync.WaitGroup
 	for i, m := range append(slices.Clone(followers), members...) {
-		if status, body, err := m.join(ctx, bases[i%len(bases)]); err != nil || status != 201 {
-			t.Fatalf("join: %d %s %v", status, body, err)
-		}
+		joining.Go(func() {
+			for {
+				status, body, err := m.join(ctx, bases[i%len(bases)])
+				switch {
+				case err == nil && (status == http.StatusCreated || status == http.StatusOK):
+					return
+				case err == nil && ctx.Err() == nil && status >= 500:
+					continue // busy, or overran its timeout: join again
+				}
+				t.Errorf("join: %d %s %v", status, body, err)
+				return
+			}
+		})
+	}
+	joining.Wait()
+	if t.Failed() {
+		return
 	}
 	joiners := map[int]soakMember{}
 	for n := 5; n <= events; n += 25 {
