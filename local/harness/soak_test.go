@@ -113,16 +113,17 @@ func (m soakMember) join(ctx context.Context, base string) (int, []byte, error) 
 // A write answered 503 (the head kept moving) or 429 is retried, as a
 // client would, and counted; so is one answered 500, which the test
 // checks is only ever a function that overran its timeout (at 64
-// concurrent requests and the few events/s DynamoDB Local sustains on a
-// loaded 2-core machine, a request waits about as long as the 10 s
-// timeout). Such a write may still commit after its answer, after the
+// concurrent requests and the events/s DynamoDB Local sustains on a
+// loaded 2-core machine, a request waits seconds, and in the cold first
+// seconds up to the 10 s timeout). Such a write may still commit after
+// its answer, after the
 // followers have stopped: its event then has an id past all they saw, so
 // a follower may be short of the table by at most one event per answer
 // 500, and only at the end.
 //
 // make test runs 200 events, bounded by 2 minutes; A2AWIRE_SOAK_EVENTS=5000
 // runs the full soak, with A2AWIRE_SOAK_BOUND raised to cover it
-// (25m on a loaded 2-core machine).
+// (10m: it took 5 m 20 s on a loaded 2-core machine).
 func TestHarnessEventLogSoak(t *testing.T) {
 	events, bound := 200, 2*time.Minute
 	if n, err := strconv.Atoi(os.Getenv("A2AWIRE_SOAK_EVENTS")); err == nil && n > 0 {
