@@ -116,10 +116,9 @@ func (m soakMember) join(ctx context.Context, base string) (int, []byte, error) 
 // concurrent requests and the events/s DynamoDB Local sustains on a
 // loaded 2-core machine, a request waits seconds, and in the cold first
 // seconds up to the 10 s timeout). Such a write may still commit after
-// its answer, after the
-// followers have stopped: its event then has an id past all they saw, so
-// a follower may be short of the table by at most one event per answer
-// 500, and only at the end.
+// its answer, after the followers have stopped: its event then has an id
+// past all they saw, so a follower may be short of the table by at most
+// one event per answer 500, and only at the end.
 //
 // make test runs 200 events, bounded by 2 minutes; A2AWIRE_SOAK_EVENTS=5000
 // runs the full soak, with A2AWIRE_SOAK_BOUND raised to cover it
