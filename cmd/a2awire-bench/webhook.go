@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/a2awire/a2awire/cmd/a2awire-bench/fanout"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/egress"
@@ -22,7 +23,6 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
-	"github.com/a2awire/a2awire/cmd/a2awire-bench/fanout"
 	"github.com/a2awire/a2awire/shared/world"
 	"github.com/aws/aws-lambda-go/events"
 )

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2awire/a2awire/cmd/a2awire-bench/fanout"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/egress"
@@ -12,7 +13,6 @@ import (
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
-	"github.com/a2awire/a2awire/cmd/a2awire-bench/fanout"
 )
 
 // TestFanOutThroughFeed: 100 receivers on 127.0.0.1 in one world each get
