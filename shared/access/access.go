@@ -33,6 +33,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 )
@@ -267,7 +268,8 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 			d.fail(w, r, err)
 			return
 		}
-		ver, err := v.Verify(r.Context(), r, body, lookup)
+		ver, err := v.VerifyRequest(r.Context(), auth.Request{Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery,
+			Header: func(name string) (string, bool) { return lambdahttp.RawHeader(r, name) }}, body, lookup)
 		if err != nil {
 			d.fail(w, r, authError(err))
 			return

@@ -25,7 +25,7 @@ import (
 // was in flight. It is store.ErrOutcomeUnknown, so domains test for it
 // without knowing the engine; it does not wrap store.ErrUnavailable (which
 // promises that nothing was written): the caller must treat the write as
-// possibly done and resolve it (re-read, or retry idempotently).
+// possibly done and resolve it (re-read, or retry a write that is safe to repeat).
 var ErrOutcomeUnknown = store.ErrOutcomeUnknown
 
 // Default retry bounds. Throttling and transaction conflicts are DynamoDB's
