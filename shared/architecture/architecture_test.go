@@ -10,11 +10,13 @@
 //     shared/world, shared/inbox, shared/registry, shared/ratelimit,
 //     shared/idempotency, shared/webhook (the dispatcher, not its
 //     delivery and signature subpackages, which are outbound HTTP),
-//     shared/store and its item API, shared/ident, shared/jsonlen and the
-//     ledger's book (functions/fixture-ledger/ledger/book.go, keyed.go) —
-//     imports, directly, no net/http, no aws-lambda-go, no
-//     aws-lambda-go-api-proxy and none of our HTTP layer (lambdahttp,
-//     access, worldhttp, webhookhttp, registryapi, function/lambdamain).
+//     shared/store and its item API, shared/ident, shared/jsonlen, the
+//     domain error shared/apierror and the ledger's book
+//     (functions/fixture-ledger/ledger/book.go, keyed.go) — imports,
+//     directly, no net/http, no aws-lambda-go, no aws-lambda-go-api-proxy
+//     and none of our HTTP layer (lambdahttp, access, httperr, worldhttp,
+//     webhookhttp, registryapi, function/lambdamain). Statuses and error
+//     bodies are the HTTP layer's: shared/httperr.
 //     One exception: shared/store imports aws-lambda-go/events for the
 //     DynamoDB Streams record type its change feed carries (a data type;
 //     no Lambda runtime comes with it). A domain may import shared/auth
@@ -69,7 +71,7 @@ const module = "github.com/a2awire/a2awire/"
 var (
 	domainDirs = []string{
 		"shared/world", "shared/inbox", "shared/registry", "shared/ratelimit", "shared/idempotency",
-		"shared/webhook", "shared/store", "shared/ident", "shared/jsonlen",
+		"shared/webhook", "shared/store", "shared/ident", "shared/jsonlen", "shared/apierror",
 	}
 	domainFiles = []string{
 		"functions/fixture-ledger/ledger/book.go", "functions/fixture-ledger/ledger/keyed.go",
@@ -82,7 +84,7 @@ var httpPrefixes = []string{
 	"net/http",
 	"github.com/aws/aws-lambda-go",
 	"github.com/awslabs/aws-lambda-go-api-proxy",
-	"shared/lambdahttp", "shared/access", "shared/worldhttp", "shared/webhookhttp",
+	"shared/lambdahttp", "shared/access", "shared/worldhttp", "shared/webhookhttp", "shared/httperr",
 	"functions/registry/registryapi", "shared/function/lambdamain",
 }
 
