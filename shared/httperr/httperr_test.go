@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/httperr"
+	"github.com/a2awire/a2awire/shared/protocol"
 )
 
 // TestRenderPerSurface: each kind renders with its status and each
@@ -68,5 +69,18 @@ func TestRetryAfter(t *testing.T) {
 	httperr.WriteRegistry(rec, apierror.New(apierror.Unavailable, "busy"))
 	if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" {
 		t.Fatalf("%d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
+
+// TestInvocationCodesAgree: where the invocation surface's protocol.Error
+// uses the same code as a kind (invalid_input, payload_too_large,
+// rate_limited, internal_error, unavailable), its status is the one this
+// table gives the kind, so one failure never answers two statuses.
+func TestInvocationCodesAgree(t *testing.T) {
+	for _, k := range []apierror.Kind{apierror.Invalid, apierror.TooLarge, apierror.RateLimited, apierror.Internal, apierror.Unavailable} {
+		code := protocol.Code(k.String())
+		if got, want := code.Status(), httperr.Status(k); got != want {
+			t.Errorf("protocol code %s answers %d, the kind %d", code, got, want)
+		}
 	}
 }
