@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -356,32 +355,6 @@ func TestAccessLog(t *testing.T) {
 	}
 	if access[0]["request_id"] == access[1]["request_id"] {
 		t.Error("two requests share a request id")
-	}
-}
-
-// TestEachFunctionLinksOnlyItsOwnCode keeps the layout's rule: a function's
-// binary (and cold start) carries nothing of the other functions, and only
-// functions that touch the table link the DynamoDB client.
-func TestEachFunctionLinksOnlyItsOwnCode(t *testing.T) {
-	const module = "github.com/a2awire/a2awire/"
-	for _, fn := range routes.Functions() {
-		out, err := exec.Command("go", "list", "-deps", module+"functions/"+fn).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list %s: %v\n%s", fn, err, out)
-		}
-		deps := strings.Fields(string(out))
-		for _, d := range deps {
-			if strings.HasPrefix(d, module+"functions/") && !strings.HasPrefix(d, module+"functions/"+fn) {
-				t.Errorf("%s links %s", fn, d)
-			}
-			if strings.HasPrefix(d, module+"local") || strings.HasPrefix(d, module+"cmd/") {
-				t.Errorf("%s links %s", fn, d)
-			}
-		}
-		usesDynamo := slices.Contains(deps, "github.com/aws/aws-sdk-go-v2/service/dynamodb")
-		if wantsTable := routes.TableAccess(fn) != routes.NoTable; usesDynamo != wantsTable {
-			t.Errorf("%s: links the DynamoDB client = %v, but its table access is %v", fn, usesDynamo, routes.TableAccess(fn))
-		}
 	}
 }
 

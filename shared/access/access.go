@@ -33,6 +33,8 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/httperr"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 )
@@ -107,7 +109,7 @@ type Config struct {
 	// route needs it or ParamKeys (both: both decide).
 	Members MemberLookup
 	// Render writes an error in the surface's shape; nil means
-	// apierror.WriteRegistry.
+	// httperr.WriteRegistry.
 	Render func(http.ResponseWriter, error)
 	// MaxBody bounds the request body; zero means DefaultMaxBody.
 	MaxBody int64
@@ -143,7 +145,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{fn: cfg.Function, byKey: map[string]*bound{}, custom: cfg.Table != nil, render: cfg.Render, maxBody: cfg.MaxBody, log: cfg.Log}
 	if d.render == nil {
-		d.render = apierror.WriteRegistry
+		d.render = httperr.WriteRegistry
 	}
 	if d.maxBody <= 0 {
 		d.maxBody = DefaultMaxBody
@@ -267,7 +269,8 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 			d.fail(w, r, err)
 			return
 		}
-		ver, err := v.Verify(r.Context(), r, body, lookup)
+		ver, err := v.VerifyRequest(r.Context(), auth.Request{Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery,
+			Header: func(name string) (string, bool) { return lambdahttp.RawHeader(r, name) }}, body, lookup)
 		if err != nil {
 			d.fail(w, r, authError(err))
 			return

@@ -19,6 +19,7 @@ import (
 	"github.com/a2awire/a2awire/shared/access"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
@@ -214,7 +215,7 @@ func TestMemberAndOwnerKinds(t *testing.T) {
 	}
 	cfg := config(t, "t", table, time.Now)
 	cfg.Keys = staticKeys(pub(known), pub(unknown))
-	cfg.Render = apierror.WriteWorld
+	cfg.Render = httperr.WriteWorld
 	d, err := access.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -427,6 +428,31 @@ func TestDecodeJSON(t *testing.T) {
 	var b body
 	if err := access.DecodeJSON([]byte(`{"NAME":"x","Name":"y","name":"z"}`), &b); err != nil || b.Name != "z" {
 		t.Errorf("case-sensitive keys: %v %q, want z", err, b.Name)
+	}
+}
+
+// TestDecodeJSONNamesTheField: a value of the wrong JSON kind is refused
+// with the field's path and the kind wanted, worded without the invocation
+// surface's "input." (the field comes from protocol.FieldTypeError, not from
+// the message's text); a failure with no field says so in general terms.
+func TestDecodeJSONNamesTheField(t *testing.T) {
+	type body struct {
+		Name  string `json:"name"`
+		Inner struct {
+			N int `json:"n"`
+		} `json:"inner"`
+		Tags []string `json:"tags"`
+	}
+	for in, want := range map[string]string{
+		`{"name":1}`:          "name must be a JSON string",
+		`{"inner":{"n":"x"}}`: "inner.n must be a JSON integer",
+		`{"tags":"a"}`:        "tags must be a JSON array",
+	} {
+		var b body
+		e := apierror.From(access.DecodeJSON([]byte(in), &b))
+		if e.Kind != apierror.Invalid || e.Message != want {
+			t.Errorf("%s: %v %q, want Invalid %q", in, e.Kind, e.Message, want)
+		}
 	}
 }
 

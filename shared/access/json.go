@@ -3,7 +3,6 @@ package access
 import (
 	"bytes"
 	"errors"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/a2awire/a2awire/shared/apierror"
@@ -32,9 +31,9 @@ func DecodeJSON(body []byte, v any) error {
 	}
 	if err := protocol.DecodeInput(body, v); err != nil {
 		msg := "the body has a value of the wrong type"
-		var pe *protocol.Error
-		if errors.As(err, &pe) && strings.HasPrefix(pe.Message, "input.") {
-			msg = strings.TrimPrefix(pe.Message, "input.")
+		var fe *protocol.FieldTypeError
+		if errors.As(err, &fe) {
+			msg = fe.Error()
 		}
 		return &apierror.Error{Kind: apierror.Invalid, Message: msg, Err: err}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/a2awire/a2awire/shared/access"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 )
@@ -68,7 +69,7 @@ func worldDispatcher(t *testing.T, keys *worldKeys, members access.MemberLookup)
 		Verifier:  verifier(t, time.Now),
 		ParamKeys: keys.lookup,
 		Members:   members,
-		Render:    apierror.WriteWorld,
+		Render:    httperr.WriteWorld,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +217,7 @@ func TestBodyKeyFallbackWithoutLookup(t *testing.T) {
 		Table:    worldTable[1:],
 		Routes:   map[string]access.Route{"PUT /w/{world}": {Handler: probe("put"), BodyKey: bodyKey}},
 		Verifier: verifier(t, time.Now),
-		Render:   apierror.WriteWorld,
+		Render:   httperr.WriteWorld,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,9 @@
-// Package apierror is the one error type of the registry and world surfaces
-// (one error model for both): domain code returns an *Error carrying a Kind,
-// one table maps kinds to HTTP statuses, and each surface renders the error
-// in its own shape — the registry as {"error", "message"} with snake_case
-// codes, the worlds as {"ok": false, "error": {"code", "message"}} with
-// UPPER_SNAKE codes.
+// Package apierror is the one domain error type of the registry and world
+// surfaces: domain code returns an *Error carrying a Kind (what went wrong,
+// in the domain's terms), an optional surface code (Code, e.g. "name_taken")
+// and an optional RetryAfter. It knows nothing of HTTP: package httperr
+// holds the one kind → status table and renders the error in each surface's
+// shape.
 //
 // Anything that is not an *Error renders as an internal error whose text never
 // reaches the client; Err carries the cause for logs only.
@@ -11,18 +11,15 @@ package apierror
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/store"
 )
 
-// Kind classifies an error; it decides the status.
+// Kind classifies an error; httperr maps it to a status.
 type Kind int
 
 // Kinds of error, in the order of the status table.
@@ -39,40 +36,24 @@ const (
 	Unavailable
 )
 
-var kinds = map[Kind]struct {
-	status int
-	code   string // snake_case; the world surface upper-cases it
-}{
-	Internal:     {http.StatusInternalServerError, "internal_error"},
-	Invalid:      {http.StatusBadRequest, "invalid_input"},
-	Unauthorized: {http.StatusUnauthorized, "unauthorized"},
-	NotJoined:    {http.StatusUnauthorized, "not_joined"},
-	Forbidden:    {http.StatusForbidden, "forbidden"},
-	NotFound:     {http.StatusNotFound, "not_found"},
-	Conflict:     {http.StatusConflict, "conflict"},
-	TooLarge:     {http.StatusRequestEntityTooLarge, "payload_too_large"},
-	RateLimited:  {http.StatusTooManyRequests, "rate_limited"},
-	Unavailable:  {http.StatusServiceUnavailable, "unavailable"},
-}
-
-// worldCodes are the world surface's codes where they are not simply the
-// upper-cased registry code (docs/worlds.md).
-var worldCodes = map[Kind]string{
-	Internal: "INTERNAL",
-	Invalid:  "INVALID_REQUEST",
-}
-
-// Status is the HTTP status of a kind.
-func (k Kind) Status() int {
-	if v, ok := kinds[k]; ok {
-		return v.status
-	}
-	return http.StatusInternalServerError
+// codes are the kinds' snake_case codes (the registry surface shows them;
+// the world surface upper-cases them, httperr.WorldCode).
+var codes = map[Kind]string{
+	Internal:     "internal_error",
+	Invalid:      "invalid_input",
+	Unauthorized: "unauthorized",
+	NotJoined:    "not_joined",
+	Forbidden:    "forbidden",
+	NotFound:     "not_found",
+	Conflict:     "conflict",
+	TooLarge:     "payload_too_large",
+	RateLimited:  "rate_limited",
+	Unavailable:  "unavailable",
 }
 
 func (k Kind) String() string {
-	if v, ok := kinds[k]; ok {
-		return v.code
+	if c, ok := codes[k]; ok {
+		return c
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -86,7 +67,8 @@ type Error struct {
 	// Message is shown to the client: it names what was wrong in words and
 	// quotes client values only as a short prefix (see Quote).
 	Message string
-	// RetryAfter is sent as Retry-After with RateLimited and Unavailable.
+	// RetryAfter is how long the client should wait; httperr sends it as
+	// Retry-After with RateLimited and Unavailable.
 	RetryAfter time.Duration
 	// Err is the cause, for logs; never shown.
 	Err error
@@ -131,47 +113,6 @@ func (e *Error) RegistryCode() string {
 		return e.Code
 	}
 	return e.Kind.String()
-}
-
-// WorldCode is the UPPER_SNAKE code the world surface shows.
-func (e *Error) WorldCode() string {
-	if c, ok := worldCodes[e.Kind]; ok {
-		return c
-	}
-	return strings.ToUpper(e.Kind.String())
-}
-
-// WriteRegistry renders err as {"error", "message"} with its status.
-func WriteRegistry(w http.ResponseWriter, err error) {
-	e := From(err)
-	write(w, e, map[string]string{"error": e.RegistryCode(), "message": e.publicMessage()})
-}
-
-// WriteWorld renders err as {"ok": false, "error": {"code", "message"}}.
-func WriteWorld(w http.ResponseWriter, err error) {
-	e := From(err)
-	write(w, e, map[string]any{"ok": false, "error": map[string]string{"code": e.WorldCode(), "message": e.publicMessage()}})
-}
-
-func (e *Error) publicMessage() string {
-	if e.Message == "" {
-		return http.StatusText(e.Kind.Status())
-	}
-	return e.Message
-}
-
-func write(w http.ResponseWriter, e *Error, body any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if e.Kind == RateLimited || e.Kind == Unavailable {
-		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
-		if secs < 1 {
-			secs = 1
-		}
-		h.Set("Retry-After", strconv.Itoa(secs))
-	}
-	w.WriteHeader(e.Kind.Status())
-	_ = json.NewEncoder(w).Encode(body)
 }
 
 // Quote renders a client-supplied value for a message: escaped, and cut to a

@@ -12,9 +12,10 @@
 // the key lookup the route needs (the key in the body for join and register,
 // a stored registration elsewhere).
 //
-// The verifier reads every signature header through lambdahttp.RawHeader:
-// behind API Gateway the Lambda adapter splits header values on commas, and
-// Signature-Input is full of them.
+// The verifier reads every signature header as the client sent it
+// (Request.Header): behind API Gateway the Lambda adapter splits header
+// values on commas, and Signature-Input is full of them, so the caller
+// hands over the raw values; auth knows nothing of Lambda.
 package auth
 
 import (

@@ -38,11 +38,14 @@ func toEvent(t *testing.T, r *http.Request, body string) events.APIGatewayV2HTTP
 }
 
 // verifying is a handler answering 204 when the request verifies, else 401
-// with the rule in the body.
+// with the rule in the body. It hands the verifier the raw header values
+// (lambdahttp.RawHeader), as the route middleware in access does.
 func verifying(v *auth.Verifier, pub []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if _, err := v.Verify(r.Context(), r, body, auth.BodyKey(pub)); err != nil {
+		req := auth.HTTPRequest(r)
+		req.Header = func(name string) (string, bool) { return lambdahttp.RawHeader(r, name) }
+		if _, err := v.VerifyRequest(r.Context(), req, body, auth.BodyKey(pub)); err != nil {
 			var ae *auth.Error
 			errors.As(err, &ae)
 			http.Error(w, ae.Message, http.StatusUnauthorized)
@@ -55,7 +58,7 @@ func verifying(v *auth.Verifier, pub []byte) http.Handler {
 // TestVerifyThroughTheLambdaAdapter signs with a nonce and a Signature-Agent
 // holding ", " — what httpadapter splits — sends the request as an API
 // Gateway event and verifies behind lambdahttp.Entry. Behind the bare
-// adapter the same request fails: that is why the verifier reads RawHeader.
+// adapter the same request fails: that is why the verifier takes raw values.
 func TestVerifyThroughTheLambdaAdapter(t *testing.T) {
 	key := interopKey()
 	n := 0

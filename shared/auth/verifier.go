@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/a2awire/a2awire/shared/lambdahttp"
 )
 
 // KeyLookup returns the public key of keyID, or an error wrapping
@@ -70,12 +68,52 @@ func NewVerifier(nonces NonceGuard, now func() time.Time) *Verifier {
 // identifiers.
 var requiredComponents = []string{"@method", "@authority", "@path", "@query", "content-digest"}
 
-// Verify checks the request's web-bot-auth signature: its headers read as
-// the client sent them (lambdahttp.RawHeader), body the full request body,
-// keys the lookup of the route. The nonce is claimed last, so a request
-// failing any other rule leaves no trace. Every error is an *Error.
+// Request is a received request as the verifier reads it: Header returns
+// a header's value as the client sent it (one string, commas and all), so
+// whatever carried the request — net/http, the API Gateway event — only has
+// to hand over its raw header values.
+type Request struct {
+	// Method is the request's method.
+	Method string
+	// Host is the authority to use when no Host header was sent.
+	Host string
+	// Path is the escaped path; empty means "/".
+	Path string
+	// Query is the raw query, without "?".
+	Query string
+	// Header returns a header's value as sent and whether it was sent;
+	// names are matched case-insensitively.
+	Header func(name string) (string, bool)
+}
+
+// HTTPRequest is r as the verifier reads it, its headers read from
+// r.Header (several values joined with ","), which is how net/http
+// received them. A request that came through the Lambda adapter, which
+// splits values on commas, must use the raw values instead
+// (access builds its Request with lambdahttp.RawHeader).
+func HTTPRequest(r *http.Request) Request {
+	return Request{Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery,
+		Header: func(name string) (string, bool) {
+			vals := r.Header.Values(name)
+			if len(vals) == 0 {
+				return "", false
+			}
+			return strings.Join(vals, ","), true
+		}}
+}
+
+// Verify checks the web-bot-auth signature of r, a request net/http
+// received (HTTPRequest); VerifyRequest does the work.
 func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, keys KeyLookup) (*Verified, error) {
-	header := func(name string) (string, bool) { return lambdahttp.RawHeader(r, name) }
+	return v.VerifyRequest(ctx, HTTPRequest(r), body, keys)
+}
+
+// VerifyRequest checks the request's web-bot-auth signature: body is the
+// full request body, keys the lookup of the route. The nonce is claimed
+// last, so a request failing any other rule leaves no trace. Every error
+// is an *Error.
+func (v *Verifier) VerifyRequest(ctx context.Context, r Request, body []byte, keys KeyLookup) (*Verified, error) {
+	header := r.Header
 	rawInput, ok := header("Signature-Input")
 	if !ok || strings.TrimSpace(rawInput) == "" {
 		return nil, unauthorized("missing Signature-Input header")
@@ -172,7 +210,7 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, key
 	}
 
 	// Signature base.
-	path := r.URL.EscapedPath()
+	path := r.Path
 	if path == "" {
 		path = "/"
 	}
@@ -184,7 +222,7 @@ func (v *Verifier) Verify(ctx context.Context, r *http.Request, body []byte, key
 		method:    r.Method,
 		authority: strings.ToLower(strings.TrimSpace(authority)),
 		path:      path,
-		query:     r.URL.RawQuery,
+		query:     r.Query,
 		header:    header,
 	})
 	if err != nil {

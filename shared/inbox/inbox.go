@@ -68,7 +68,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/ident"
-	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/jsonlen"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
@@ -150,7 +150,7 @@ type ReadOptions struct {
 	// Size is how many bytes m adds to the answer that carries the read,
 	// as the client receives it. Nil measures m's JSON (Message's tags)
 	// as it travels inside the Lambda proxy response's body string
-	// (lambdahttp.EscapedLen), plus a separator. A route passes its own,
+	// (jsonlen.Escaped), plus a separator. A route passes its own,
 	// exact measure of what it writes.
 	Size func(m Message) int
 	// MaxBytes bounds the sum of Size over the messages returned; the
@@ -168,7 +168,7 @@ func defaultSize(m Message) int {
 		// the stored bytes at their worst escaping rather than fail.
 		return 7*(len(m.Content)+len(m.ContentType)) + 256
 	}
-	return lambdahttp.EscapedLen(b) + len(",")
+	return jsonlen.Escaped(b) + len(",")
 }
 
 // Inbox sends and reads direct messages over a store. It holds no mutable

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/a2awire/a2awire/shared/jsonlen"
 )
 
 // MaxResponse is the most bytes a route's answer may take as the Lambda
@@ -18,42 +20,8 @@ import (
 const MaxResponse = 6 << 20
 
 // EscapedLen is how many bytes b takes inside a JSON string of the Lambda
-// proxy response (without its quotes): the runtime encodes the response
-// with encoding/json, HTML escaping off, so '"' and '\' take 2 bytes, \b
-// \f \n \r \t 2, other control bytes 6 (\u00XX), U+2028 and U+2029 6, a
-// byte that is not UTF-8 6 (\ufffd), and everything else itself. A JSON
-// body of stored text can grow up to seven times here (a '<' that the
-// body's encoder wrote as \u003c becomes \\u003c), which is why a budget
-// on stored bytes is not a budget on the response.
-func EscapedLen[B []byte | string](b B) int {
-	n := 0
-	for i := 0; i < len(b); {
-		c := b[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			case c < 0x20:
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(string(b[i:min(len(b), i+utf8.UTFMax)]))
-		switch {
-		case r == utf8.RuneError && size == 1:
-			n += 6
-		case r == '\u2028' || r == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
-}
+// proxy response, without its quotes (jsonlen.Escaped).
+func EscapedLen[B []byte | string](b B) int { return jsonlen.Escaped(b) }
 
 // ResponseSize is how many bytes the Lambda runtime sends for an answer of
 // status, header and body through Entry: the APIGatewayV2HTTPResponse the

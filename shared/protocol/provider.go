@@ -147,13 +147,25 @@ func Handle[In, Out any](p *Provider, capability string, fn func(ctx context.Con
 	})
 }
 
+// FieldTypeError is why a well-formed object did not decode: Field (the
+// path of struct field names, never a client's map key) holds a value that
+// is not the JSON kind Want. DecodeInput's *Error carries it as Err, so a
+// surface that decodes a whole body (access.DecodeJSON) words the field
+// without the "input." the invocation surface puts before it.
+type FieldTypeError struct {
+	Field string
+	Want  string
+}
+
+func (e *FieldTypeError) Error() string { return e.Field + " must be a JSON " + e.Want }
+
 // inputError turns a decoding failure of a well-formed input object into a
 // client-facing message without Go type names.
 func inputError(err error) *Error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		// Field is the path of struct field names (never a buyer's map key).
-		return Errorf(InvalidInput, "input.%s must be a JSON %s", te.Field, jsonKind(te.Type.Kind().String()))
+		fe := &FieldTypeError{Field: te.Field, Want: jsonKind(te.Type.Kind().String())}
+		return &Error{Code: InvalidInput, Message: "input." + fe.Error(), Err: fe}
 	}
 	return Errorf(InvalidInput, "input has a value of the wrong type")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
@@ -130,8 +131,8 @@ func TestAllowWindow(t *testing.T) {
 		if !strings.Contains(e.Message, "3") || !strings.Contains(e.Message, "send") || !strings.Contains(e.Message, "per minute") {
 			t.Fatalf("message %q should name the op and its limit", e.Message)
 		}
-		if e.WorldCode() != "RATE_LIMITED" || e.Kind.Status() != 429 {
-			t.Fatalf("code %s status %d", e.WorldCode(), e.Kind.Status())
+		if httperr.WorldCode(e) != "RATE_LIMITED" || httperr.Status(e.Kind) != 429 {
+			t.Fatalf("code %s status %d", httperr.WorldCode(e), httperr.Status(e.Kind))
 		}
 		// Other ops, agents and worlds have their own counts.
 		if n := allowed(t, l, agentA, ratelimit.Read, 5); n != 5 {

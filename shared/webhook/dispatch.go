@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/function"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/egress"
@@ -56,7 +53,7 @@ type Config struct {
 	Store store.Store
 	// Client makes the attempts: egress.NewClient (cloud mode in Lambda,
 	// loopback and http allowed by the harness). Nil means cloud mode.
-	Client *http.Client
+	Client delivery.Doer
 	// NetworkKey signs v1a; nil sends v1 only.
 	NetworkKey ed25519.PrivateKey
 	// Actions forwards receivers' actions; nil drops them (logged).
@@ -78,11 +75,12 @@ type Config struct {
 }
 
 // Dispatcher delivers events to webhooks: the first attempt from the
-// change feed (HandleStream), retries from the schedule (RunRetries), and
+// change feed (DispatchEach, which the dispatcher function calls with the
+// events its stream batch decodes to), retries from the schedule (RunRetries), and
 // ping probes (Probe).
 type Dispatcher struct {
 	store   *Store
-	client  *http.Client
+	client  delivery.Doer
 	key     ed25519.PrivateKey
 	actions ActionSubmitter
 	limiter Limiter
@@ -122,11 +120,15 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	return d, nil
 }
 
+// Log is the logger the dispatcher writes to (Config.Log), for the stream
+// handler to log the records it cannot decode alongside.
+func (d *Dispatcher) Log() *slog.Logger { return d.log }
+
 // Store is the webhook domain the dispatcher works on.
 func (d *Dispatcher) Store() *Store { return d.store }
 
-// job is one attempt for the pool; record is the index of the stream
-// record it came from (-1 for retries).
+// job is one attempt for the pool; record is the index of its event in
+// DispatchEach's batch.
 type job struct {
 	record  int
 	p       Pending
@@ -134,34 +136,19 @@ type job struct {
 	isRetry bool
 }
 
-// HandleStream is the stream trigger's handler: every INSERT of an event
-// item is delivered to its recipients' webhooks, concurrently through the
-// bounded pool. Other records — the webhook's own items, stats, members —
-// are skipped, so deliveries never feed themselves. A record is reported
-// in batchItemFailures only when its deliveries could not be scheduled
-// (recipients unreadable, a failed attempt's retry not written); a failed
-// attempt that is scheduled for retry is a success here.
-func (d *Dispatcher) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+// DispatchEach delivers each event to its recipients' webhooks,
+// concurrently through the bounded pool, and returns one error per event:
+// nil when every delivery went out or its retry was scheduled, else why
+// some could not be scheduled (recipients unreadable, a failed attempt's
+// retry not written). A failed attempt that is scheduled for retry is a
+// success here.
+func (d *Dispatcher) DispatchEach(ctx context.Context, evs []world.Event) []error {
 	var jobs []job
-	failed := map[int]bool{}
-	for i, rec := range ev.Records {
-		if rec.EventName != store.EventInsert {
-			continue
-		}
-		it, err := store.FromStreamImage(rec.Change.NewImage)
-		if err != nil || !world.IsEvent(it) {
-			continue
-		}
-		e, err := world.DecodeEvent(it)
-		if err != nil {
-			// Retrying cannot mend a malformed item; say so and move on.
-			d.log.ErrorContext(ctx, "webhook: undeliverable event item", "seq", rec.Change.SequenceNumber, "err", err)
-			continue
-		}
+	errs := make([]error, len(evs))
+	for i, e := range evs {
 		hooks, err := d.recipients(ctx, e)
 		if err != nil {
-			d.log.ErrorContext(ctx, "webhook: recipients", "world", e.World, "event", e.ID, "err", err)
-			failed[i] = true
+			errs[i] = fmt.Errorf("webhook: recipients of %s in %s: %w", e.ID, e.World, err)
 			continue
 		}
 		for _, h := range hooks {
@@ -172,21 +159,15 @@ func (d *Dispatcher) HandleStream(ctx context.Context, ev events.DynamoDBEvent) 
 		if err != nil {
 			d.log.ErrorContext(ctx, "webhook: delivery not scheduled", "world", jobs[i].p.Event.World, "event", jobs[i].p.Event.ID,
 				"recipient", jobs[i].p.Recipient, "err", err)
-			failed[jobs[i].record] = true
+			errs[jobs[i].record] = errors.Join(errs[jobs[i].record], err)
 		}
 	}
-	var resp events.DynamoDBEventResponse
-	for i, rec := range ev.Records {
-		if failed[i] {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.Change.SequenceNumber})
-		}
-	}
-	return resp, nil
+	return errs
 }
 
-// Dispatch delivers events to their recipients (the stream handler's work
-// without the records; tests and benchmarks call it) and returns the first
-// error of a delivery that could not be scheduled.
+// Dispatch delivers events to their recipients (DispatchEach; tests and
+// benchmarks call it) and returns the errors of deliveries that could not
+// be scheduled, joined.
 func (d *Dispatcher) Dispatch(ctx context.Context, evs ...world.Event) error {
 	var jobs []job
 	for _, e := range evs {

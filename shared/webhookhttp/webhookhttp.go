@@ -26,6 +26,7 @@ import (
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/routes"
 )
 
@@ -96,7 +97,7 @@ func serve(o Options, f func(http.ResponseWriter, *http.Request) error) (http.Ha
 			if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
 				log.ErrorContext(r.Context(), "webhook request failed", "function", fn, "err", err)
 			}
-			apierror.WriteWorld(w, err)
+			httperr.WriteWorld(w, err)
 		}
 	})
 	table := o.Auth.Table
@@ -122,7 +123,7 @@ func serve(o Options, f func(http.ResponseWriter, *http.Request) error) (http.Ha
 		Keys:      o.Auth.Keys,
 		ParamKeys: o.Auth.ParamKeys,
 		Members:   o.Auth.Members,
-		Render:    apierror.WriteWorld,
+		Render:    httperr.WriteWorld,
 		Log:       o.Log,
 	})
 	if err != nil {

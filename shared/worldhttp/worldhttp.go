@@ -16,7 +16,7 @@
 // verified against the publicKey in the body; an update by the owner may omit
 // it. After auth, a rate-limited route asks the Limiter once. Answers are
 // {"ok": true, "data": …} with camelCase fields; errors render through
-// apierror.WriteWorld as {"ok": false, "error": {code, message}}.
+// httperr.WriteWorld as {"ok": false, "error": {code, message}}.
 package worldhttp
 
 import (
@@ -33,6 +33,7 @@ import (
 	"github.com/a2awire/a2awire/shared/access"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/routes"
 )
 
@@ -117,7 +118,7 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 				if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
 					log.ErrorContext(r.Context(), "world request failed", "function", fn, "route", key, "err", err)
 				}
-				apierror.WriteWorld(w, err)
+				httperr.WriteWorld(w, err)
 			}
 		})}
 	}
@@ -140,7 +141,7 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 		Routes:    rs,
 		Verifier:  o.Verifier,
 		ParamKeys: paramKeys,
-		Render:    apierror.WriteWorld,
+		Render:    httperr.WriteWorld,
 		MaxBody:   o.MaxBody,
 		Log:       log,
 	})

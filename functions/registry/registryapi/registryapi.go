@@ -26,6 +26,7 @@ import (
 	"github.com/a2awire/a2awire/shared/agentcard"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/store"
 )
@@ -126,7 +127,7 @@ func New(o Options) (http.Handler, error) {
 		},
 		Verifier: auth.NewVerifier(auth.NewNonces(o.Store), o.Now),
 		Keys:     h.lookupKey,
-		Render:   apierror.WriteRegistry,
+		Render:   httperr.WriteRegistry,
 		Log:      o.Log,
 	})
 	if err != nil {
@@ -143,7 +144,7 @@ func (h *handler) fn(f func(http.ResponseWriter, *http.Request) error) http.Hand
 			if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
 				h.log.ErrorContext(r.Context(), "registry request failed", "route", access.RouteOf(r).Key(), "err", err)
 			}
-			apierror.WriteRegistry(w, err)
+			httperr.WriteRegistry(w, err)
 		}
 	})
 }

@@ -121,11 +121,17 @@ func BuildBody(d Delivery) ([]byte, error) {
 	return b, nil
 }
 
+// Doer sends a request: an *http.Client (egress.NewClient's, which refuses
+// private addresses). The dispatcher holds one without importing net/http.
+type Doer interface {
+	Do(req *http.Request) (*http.Response, error)
+}
+
 // Deliver POSTs d to url through client, signed with secret (v1) and
 // networkKey (v1a, left out when nil), within AttemptTimeout (or ctx's
 // earlier deadline: a ping probe passes 2 s). It never panics on what a
 // receiver sends and reads at most MaxResponseBytes of it.
-func Deliver(ctx context.Context, client *http.Client, url string, d Delivery, secret string, networkKey ed25519.PrivateKey) Result {
+func Deliver(ctx context.Context, client Doer, url string, d Delivery, secret string, networkKey ed25519.PrivateKey) Result {
 	body, err := BuildBody(d)
 	if err != nil {
 		return Result{Err: err}

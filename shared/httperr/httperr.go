@@ -1,0 +1,91 @@
+// Package httperr renders domain errors on HTTP: one table maps each
+// apierror.Kind to its status, and one renderer per surface writes the body
+// — the registry's {"error", "message"} with snake_case codes, the worlds'
+// {"ok": false, "error": {"code", "message"}} with UPPER_SNAKE codes — with
+// Retry-After for RateLimited and Unavailable. The domain packages return
+// *apierror.Error and know nothing of statuses; only this package and the
+// handlers that call it do.
+//
+// Anything that is not an *apierror.Error renders as an internal error
+// whose text never reaches the client.
+package httperr
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+)
+
+// statuses is the one kind → status table.
+var statuses = map[apierror.Kind]int{
+	apierror.Internal:     http.StatusInternalServerError,
+	apierror.Invalid:      http.StatusBadRequest,
+	apierror.Unauthorized: http.StatusUnauthorized,
+	apierror.NotJoined:    http.StatusUnauthorized,
+	apierror.Forbidden:    http.StatusForbidden,
+	apierror.NotFound:     http.StatusNotFound,
+	apierror.Conflict:     http.StatusConflict,
+	apierror.TooLarge:     http.StatusRequestEntityTooLarge,
+	apierror.RateLimited:  http.StatusTooManyRequests,
+	apierror.Unavailable:  http.StatusServiceUnavailable,
+}
+
+// worldCodes are the world surface's codes where they are not simply the
+// upper-cased registry code (docs/worlds.md).
+var worldCodes = map[apierror.Kind]string{
+	apierror.Internal: "INTERNAL",
+	apierror.Invalid:  "INVALID_REQUEST",
+}
+
+// Status is the HTTP status of a kind (500 for a kind the table lacks).
+func Status(k apierror.Kind) int {
+	if s, ok := statuses[k]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// WorldCode is the UPPER_SNAKE code the world surface shows for e.
+func WorldCode(e *apierror.Error) string {
+	if c, ok := worldCodes[e.Kind]; ok {
+		return c
+	}
+	return strings.ToUpper(e.Kind.String())
+}
+
+// WriteRegistry renders err as {"error", "message"} with its status.
+func WriteRegistry(w http.ResponseWriter, err error) {
+	e := apierror.From(err)
+	write(w, e, map[string]string{"error": e.RegistryCode(), "message": publicMessage(e)})
+}
+
+// WriteWorld renders err as {"ok": false, "error": {"code", "message"}}.
+func WriteWorld(w http.ResponseWriter, err error) {
+	e := apierror.From(err)
+	write(w, e, map[string]any{"ok": false, "error": map[string]string{"code": WorldCode(e), "message": publicMessage(e)}})
+}
+
+func publicMessage(e *apierror.Error) string {
+	if e.Message == "" {
+		return http.StatusText(Status(e.Kind))
+	}
+	return e.Message
+}
+
+func write(w http.ResponseWriter, e *apierror.Error, body any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.Kind == apierror.RateLimited || e.Kind == apierror.Unavailable {
+		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
+		if secs < 1 {
+			secs = 1
+		}
+		h.Set("Retry-After", strconv.Itoa(secs))
+	}
+	w.WriteHeader(Status(e.Kind))
+	_ = json.NewEncoder(w).Encode(body)
+}

@@ -1,0 +1,86 @@
+package httperr_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/httperr"
+	"github.com/a2awire/a2awire/shared/protocol"
+)
+
+// TestRenderPerSurface: each kind renders with its status and each
+// surface's code and shape; an error that is not an *apierror.Error
+// renders as internal, its text hidden.
+func TestRenderPerSurface(t *testing.T) {
+	cases := []struct {
+		err              error
+		status           int
+		regCode, wldCode string
+		message          string
+	}{
+		{&apierror.Error{Kind: apierror.Conflict, Code: "name_taken", Message: "taken"}, 409, "name_taken", "CONFLICT", "taken"},
+		{apierror.New(apierror.Invalid, "bad %s", "x"), 400, "invalid_input", "INVALID_REQUEST", "bad x"},
+		{apierror.New(apierror.NotJoined, "join first"), 401, "not_joined", "NOT_JOINED", "join first"},
+		{apierror.New(apierror.NotFound, "no such world"), 404, "not_found", "NOT_FOUND", "no such world"},
+		{errors.New("dynamo: secret table name"), 500, "internal_error", "INTERNAL", "internal error; try again later"},
+	}
+	for _, c := range cases {
+		rec := httptest.NewRecorder()
+		httperr.WriteRegistry(rec, c.err)
+		var reg map[string]string
+		if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Code != c.status || reg["error"] != c.regCode || reg["message"] != c.message {
+			t.Errorf("registry %v: %d %v", c.err, rec.Code, reg)
+		}
+		rec = httptest.NewRecorder()
+		httperr.WriteWorld(rec, c.err)
+		var wld struct {
+			OK    *bool             `json:"ok"`
+			Error map[string]string `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &wld); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Code != c.status || wld.OK == nil || *wld.OK || wld.Error["code"] != c.wldCode || wld.Error["message"] != c.message {
+			t.Errorf("world %v: %d %s", c.err, rec.Code, rec.Body)
+		}
+		if strings.Contains(rec.Body.String(), "secret") {
+			t.Errorf("internal text leaked: %s", rec.Body)
+		}
+	}
+}
+
+// TestRetryAfter: RateLimited and Unavailable carry Retry-After in whole
+// seconds, rounded up, at least 1.
+func TestRetryAfter(t *testing.T) {
+	rec := httptest.NewRecorder()
+	httperr.WriteWorld(rec, &apierror.Error{Kind: apierror.RateLimited, Message: "slow down", RetryAfter: 1500 * time.Millisecond})
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "2" {
+		t.Fatalf("%d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	rec = httptest.NewRecorder()
+	httperr.WriteRegistry(rec, apierror.New(apierror.Unavailable, "busy"))
+	if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("%d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
+
+// TestInvocationCodesAgree: where the invocation surface's protocol.Error
+// uses the same code as a kind (invalid_input, payload_too_large,
+// rate_limited, internal_error, unavailable), its status is the one this
+// table gives the kind, so one failure never answers two statuses.
+func TestInvocationCodesAgree(t *testing.T) {
+	for _, k := range []apierror.Kind{apierror.Invalid, apierror.TooLarge, apierror.RateLimited, apierror.Internal, apierror.Unavailable} {
+		code := protocol.Code(k.String())
+		if got, want := code.Status(), httperr.Status(k); got != want {
+			t.Errorf("protocol code %s answers %d, the kind %d", code, got, want)
+		}
+	}
+}
