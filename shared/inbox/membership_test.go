@@ -3,27 +3,14 @@ package inbox_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/inbox"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/world"
 )
-
-// beforeWrite is a store that runs hook once, just before the first Write
-// that passes it.
-type beforeWrite struct {
-	store.Store
-	once sync.Once
-	hook func()
-}
-
-func (b *beforeWrite) Write(ctx context.Context, acts ...store.Action) ([]store.Item, error) {
-	b.once.Do(b.hook)
-	return b.Store.Write(ctx, acts...)
-}
 
 // TestSendRacingSendersLeave (issue 26's third repro, for messages): the
 // sender's leave lands after the route authenticated it as a member and
@@ -35,7 +22,7 @@ func TestSendRacingSendersLeave(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		join(t, st, lobby, alice, bob)
-		racing := &beforeWrite{Store: st, hook: func() {
+		racing := &storetest.BeforeWrite{Store: st, Hook: func() {
 			if err := world.New(st).Leave(ctx, lobby, alice); err != nil {
 				t.Errorf("leave: %v", err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -49,19 +50,6 @@ func arena(t *testing.T, st store.Store, c *clock, ns ...int) (*world.Service, [
 	return s, ids
 }
 
-// beforeWrite is a store that runs hook once, just before the first Write
-// that passes it.
-type beforeWrite struct {
-	store.Store
-	once sync.Once
-	hook func()
-}
-
-func (b *beforeWrite) Write(ctx context.Context, acts ...store.Action) ([]store.Item, error) {
-	b.once.Do(b.hook)
-	return b.Store.Write(ctx, acts...)
-}
-
 // TestSetRacingLeave (issue 26's third repro, for webhooks): a member's
 // PUT of a webhook passed the route's membership check, then its leave
 // lands just before the webhook is written. Set is refused NotJoined and
@@ -73,7 +61,7 @@ func TestSetRacingLeave(t *testing.T) {
 		ctx := t.Context()
 		c := &clock{now: t0}
 		s, ids := arena(t, st, c, 1, 2)
-		racing := &beforeWrite{Store: st, hook: func() {
+		racing := &storetest.BeforeWrite{Store: st, Hook: func() {
 			if err := s.Leave(ctx, "arena", ids[0]); err != nil {
 				t.Errorf("leave: %v", err)
 			}

@@ -3,27 +3,13 @@ package world_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/world"
 )
-
-// beforeWrite is a store that runs hook once, just before the first Write
-// that passes it: a test puts a racing request exactly between a domain's
-// reads and its write.
-type beforeWrite struct {
-	store.Store
-	once sync.Once
-	hook func()
-}
-
-func (b *beforeWrite) Write(ctx context.Context, acts ...store.Action) ([]store.Item, error) {
-	b.once.Do(b.hook)
-	return b.Store.Write(ctx, acts...)
-}
 
 // TestSubmitActionRacingLeave (issue 26's third repro, for actions): an
 // agent's leave lands after SubmitAction has read the manifest but before
@@ -37,7 +23,7 @@ func TestSubmitActionRacingLeave(t *testing.T) {
 		c := &clock{now: t0}
 		s := newWorld(t, st, c, "arena", "move")
 		a, b := join(t, s, "arena", 1), join(t, s, "arena", 2)
-		racing := &beforeWrite{Store: st, hook: func() {
+		racing := &storetest.BeforeWrite{Store: st, Hook: func() {
 			if err := s.Leave(ctx, "arena", a.AWNID); err != nil {
 				t.Errorf("leave: %v", err)
 			}
