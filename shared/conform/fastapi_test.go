@@ -13,9 +13,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/a2awire/a2awire/shared/capture"
 
 	"github.com/a2awire/a2awire/shared/conform"
 )
@@ -73,7 +74,7 @@ func runUvicorn(dir string) (base string, stop func(), err error) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
-	var out lockedBuffer
+	var out capture.Buffer
 	cmd := exec.Command(debianPython, "-m", "uvicorn", "provider:app", "--app-dir", dir,
 		"--host", "127.0.0.1", "--port", fmt.Sprint(port), "--log-level", "warning", "--no-access-log")
 	// No __pycache__ left in the source tree.
@@ -109,24 +110,6 @@ func runUvicorn(dir string) (base string, stop func(), err error) {
 	}
 	stop()
 	return "", nil, fmt.Errorf("uvicorn on port %d did not answer within %s: %s", port, fastAPIStart, out.String())
-}
-
-// lockedBuffer collects a child's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // target is the checklist's target for one variant of the provider: its
