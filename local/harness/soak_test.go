@@ -22,11 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2awire/a2awire/shared/world/worldtest"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/auth"
-	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
@@ -351,7 +352,7 @@ func TestHarnessEventLogSoak(t *testing.T) {
 	// the whole only by late commits, at most one per answer 500.
 	st := dynamo.New(client, table)
 	for r, m := range followers {
-		want := visibleEvents(t, st, "soak", m.awnID)
+		want := worldtest.VisibleIDs(t, st, "soak", m.awnID)
 		n := len(seen[r])
 		if n > len(want) || !slices.Equal(seen[r], want[:n]) || int64(len(want)-n) > unknown.Load() {
 			t.Errorf("follower %d (%s): saw %d events, want the table's %d exactly once, in order (%d answers 500 may commit late); first difference at %d",
@@ -360,7 +361,7 @@ func TestHarnessEventLogSoak(t *testing.T) {
 	}
 	// Every write answered 201 committed its one event: the shared
 	// partition holds the setup joins, the actions and the joins.
-	shared := int64(len(visibleEvents(t, st, "soak", "")) - len(followers) - len(members))
+	shared := int64(len(worldtest.VisibleIDs(t, st, "soak", "")) - len(followers) - len(members))
 	if ok := acts.Load() + joins.Load(); shared < ok || shared > ok+unknown.Load() {
 		t.Errorf("shared partition: %d events from the run, want %d actions + %d joins (+ up to %d answered 500)", shared, acts.Load(), joins.Load(), unknown.Load())
 	}
@@ -416,34 +417,4 @@ func firstDiff(a, b []string) int {
 		}
 	}
 	return min(len(a), len(b))
-}
-
-// visibleEvents returns the ids of every event of w that awnID may see,
-// read straight from the table (the shared partition and awnID's private
-// one, every page), sorted; awnID "" reads the shared partition only.
-func visibleEvents(t *testing.T, st store.Store, w, awnID string) []string {
-	t.Helper()
-	pks := []string{world.SharedEventsPK(w)}
-	if awnID != "" {
-		pks = append(pks, world.PrivateEventsPK(w, awnID))
-	}
-	var out []string
-	for _, pk := range pks {
-		q := store.Query{PK: pk}
-		for {
-			page, err := st.Query(context.Background(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range page.Items {
-				out = append(out, it.Key().SK)
-			}
-			if page.Cursor == "" {
-				break
-			}
-			q.Cursor = page.Cursor
-		}
-	}
-	slices.Sort(out)
-	return out
 }

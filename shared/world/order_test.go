@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2awire/a2awire/shared/world/worldtest"
+
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
@@ -36,31 +38,6 @@ func follow(t *testing.T, s *world.Service, w, awnID, after string, limit int) [
 	}
 	t.Fatal("a follower never caught up")
 	return nil
-}
-
-// visible returns the ids of every event of w that awnID may see, read
-// straight from the store (both partitions, every page), sorted.
-func visible(t *testing.T, st store.Store, w, awnID string) []string {
-	t.Helper()
-	var out []string
-	for _, pk := range []string{world.SharedEventsPK(w), world.PrivateEventsPK(w, awnID)} {
-		q := store.Query{PK: pk}
-		for {
-			page, err := st.Query(context.Background(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range page.Items {
-				out = append(out, it.Key().SK)
-			}
-			if page.Cursor == "" {
-				break
-			}
-			q.Cursor = page.Cursor
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // TestEventsPageCut is issue 26's first repro: a member posts 40 actions
@@ -88,7 +65,7 @@ func TestEventsPageCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := follow(t, s, "lobby", victim.AWNID, cursor, world.MaxEventLimit)
-		want := visible(t, st, "lobby", victim.AWNID)
+		want := worldtest.VisibleIDs(t, st, "lobby", victim.AWNID)
 		want = want[slices.Index(want, cursor)+1:]
 		if len(want) != 41 || !slices.Equal(ids(got), want) {
 			t.Fatalf("the victim saw %d events, want the %d after its cursor exactly once, in order", len(got), len(want))
@@ -182,7 +159,7 @@ func TestEventsConcurrentWriters(t *testing.T) {
 			return
 		}
 		for r, m := range readers {
-			want := visible(t, st, "busy", m.AWNID)
+			want := worldtest.VisibleIDs(t, st, "busy", m.AWNID)
 			want = want[slices.Index(want, cursor)+1:]
 			got := ids(seen[r])
 			if !slices.Equal(got, want) {

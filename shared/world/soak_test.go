@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2awire/a2awire/shared/world/worldtest"
+
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
@@ -151,7 +153,7 @@ func TestEventLogSoak(t *testing.T) {
 	}
 	st := dynamo.New(local.Client(), table)
 	for r, m := range readers {
-		want := visible(t, st, "soak", m.AWNID)
+		want := worldtest.VisibleIDs(t, st, "soak", m.AWNID)
 		want = want[slices.Index(want, cursor)+1:]
 		if got := ids(seen[r]); !slices.Equal(got, want) {
 			t.Errorf("reader %d (limit %d): saw %d events, want %d exactly once, in order", r, limits[r], len(got), len(want))
