@@ -11,7 +11,8 @@
 //     shared/idempotency, shared/webhook (the dispatcher, not its
 //     delivery and signature subpackages, which are outbound HTTP),
 //     shared/store and its item API, shared/ident, shared/jsonlen, the
-//     domain error shared/apierror and the ledger's book
+//     one strict JSON reader shared/strictjson, the domain error
+//     shared/apierror and the ledger's book
 //     (functions/fixture-ledger/ledger/book.go, keyed.go) — imports,
 //     directly, no net/http, no aws-lambda-go, no aws-lambda-go-api-proxy
 //     and none of our HTTP layer (lambdahttp, access, httperr, worldhttp,
@@ -72,6 +73,7 @@ var (
 	domainDirs = []string{
 		"shared/world", "shared/inbox", "shared/registry", "shared/ratelimit", "shared/idempotency",
 		"shared/webhook", "shared/store", "shared/ident", "shared/jsonlen", "shared/apierror",
+		"shared/strictjson",
 	}
 	domainFiles = []string{
 		"functions/fixture-ledger/ledger/book.go", "functions/fixture-ledger/ledger/keyed.go",
