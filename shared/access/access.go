@@ -299,7 +299,9 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 		ver, err := v.VerifyRequest(r.Context(), auth.Request{Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery,
 			Header: func(name string) (string, bool) { return lambdahttp.RawHeader(r, name) }}, body, lookup)
 		if err != nil {
-			d.fail(w, r, authError(err))
+			// An *auth.Error is an *apierror.Error: its kind takes the
+			// one table like any other.
+			d.fail(w, r, err)
 			return
 		}
 		id := Identity{KeyID: ver.KeyID, AWNID: ver.AWNID, PublicKey: ver.PublicKey}
@@ -312,27 +314,6 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// authError maps an *auth.Error to the apierror kind of its auth kind; the
-// message of a 401 names the rule that failed. An *apierror.Error a key
-// lookup returned (NotJoined from a world's member lookup) is kept as is.
-func authError(err error) error {
-	var api *apierror.Error
-	if errors.As(err, &api) {
-		return api
-	}
-	var ae *auth.Error
-	if !errors.As(err, &ae) {
-		return err
-	}
-	switch ae.Kind {
-	case auth.Unauthorized:
-		return &apierror.Error{Kind: apierror.Unauthorized, Message: ae.Message, Err: err}
-	case auth.Unavailable:
-		return &apierror.Error{Kind: apierror.Unavailable, Message: "temporarily unavailable; retry", Err: err}
-	}
-	return apierror.Wrap(apierror.Internal, err, "internal error; try again later")
 }
 
 // fail renders err and logs it when it is the server's fault.

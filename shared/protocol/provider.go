@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/strictjson"
 )
 
@@ -481,20 +482,8 @@ func (p *Provider) write(w http.ResponseWriter, status int, body []byte, hdr htt
 	_, _ = w.Write(body)
 }
 
-// retryHeader is the Retry-After of an error: its RetryAfter, or 1 s for a
-// 429 or 503 whose author set none, because the protocol promises the
-// header with both and a buyer should not have to guess.
-func retryHeader(e *Error) string {
-	switch {
-	case e.RetryAfter > 0:
-		return retryAfter(e.RetryAfter)
-	case e.Status() == http.StatusTooManyRequests || e.Status() == http.StatusServiceUnavailable:
-		return "1"
-	}
-	return ""
-}
-
-func retryAfter(d time.Duration) string {
-	s := int64((d + time.Second - 1) / time.Second)
-	return strconv.FormatInt(max(s, 1), 10)
-}
+// retryHeader is the Retry-After of an error (httperr.RetryAfter): its
+// RetryAfter, or 1 s for a 429 or 503 whose author set none, because the
+// protocol promises the header with both and a buyer should not have to
+// guess.
+func retryHeader(e *Error) string { return httperr.RetryAfter(e.Code.Kind(), e.RetryAfter) }
