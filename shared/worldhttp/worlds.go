@@ -116,7 +116,7 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 			return errors.New("worldhttp: no identity on a signed route")
 		}
 		var in putBody
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		m, isNew, err := worlds.PutWorld(r.Context(), world.Manifest{
@@ -177,7 +177,7 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 			return errors.New("worldhttp: no identity on a signed route")
 		}
 		var in joinBody
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		meta := in.Metadata
