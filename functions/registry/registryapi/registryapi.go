@@ -159,10 +159,11 @@ type registerBody struct {
 }
 
 // registerKey is the registry POST's key: the body's public_key, whose
-// thumbprint the verifier then requires to be the signature's keyid.
-func registerKey(body []byte) (ed25519.PublicKey, error) {
+// thumbprint the verifier then requires to be the signature's keyid. The
+// body is decoded here, once: register's access.Decode takes the value.
+func registerKey(r *http.Request) (ed25519.PublicKey, error) {
 	var b registerBody
-	if err := access.DecodeJSON(body, &b); err != nil {
+	if err := access.Decode(r, &b); err != nil {
 		return nil, err
 	}
 	if b.PublicKey == "" {
