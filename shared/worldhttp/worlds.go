@@ -185,15 +185,9 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
-		meta := in.Metadata
-		switch firstByte(meta) {
-		case 0, 'n':
-			meta = nil // absent or null
-		case '{':
-		default:
-			return apierror.New(apierror.Invalid, "metadata must be a JSON object")
-		}
-		m, isNew, err := joiner.Join(r.Context(), access.Param(r, "world"), id.PublicKey, meta)
+		// The world checks metadata (a JSON object or null, its size, its
+		// numbers): once, in the domain.
+		m, isNew, err := joiner.Join(r.Context(), access.Param(r, "world"), id.PublicKey, in.Metadata)
 		if err != nil {
 			return fmt.Errorf("worldhttp: join: %w", err)
 		}

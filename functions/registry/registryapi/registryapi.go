@@ -287,9 +287,7 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	if err := access.Decode(r, &b); err != nil {
 		return err
 	}
-	if b.Status != "online" && b.Status != "offline" {
-		return apierror.New(apierror.Invalid, `status must be "online" or "offline"`)
-	}
+	// The registry checks the status (SetPresence): once, in the domain.
 	id, ok := access.IdentityFrom(r.Context())
 	if !ok {
 		return apierror.New(apierror.Unauthorized, "request is not signed")
