@@ -93,7 +93,7 @@ type handlerFunc func(http.ResponseWriter, *http.Request) error
 // routes in the table (bodyKey, on signed routes, reads the signing key
 // from the body). Member routes verify against o.Members, signed ones
 // against their body key (and paramKeys when the body carries none).
-func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error)) (http.Handler, error) {
+func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func(*http.Request) (ed25519.PublicKey, error)) (http.Handler, error) {
 	fn := o.Function
 	if fn == "" {
 		return nil, errors.New("worldhttp: Options.Function names no function")
