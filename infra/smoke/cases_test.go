@@ -178,7 +178,7 @@ func ledgerEntry(id string, status int, replayed bool, sameAs int, balance, sequ
 }
 
 // registryCase: the network card, a profile lookup that reads the table,
-// and discovery of a table with no agents.
+// and discovery of a table holding the one seeded agent.
 func registryCase(*testing.T, *smokeTable) []invocation {
 	return []invocation{
 		{
@@ -199,8 +199,9 @@ func registryCase(*testing.T, *smokeTable) []invocation {
 			method: "GET", path: "/api/v1/agents",
 			status: http.StatusOK,
 			check: func(t *testing.T, body map[string]any) {
-				if agents, ok := body["agents"].([]any); !ok || len(agents) != 0 {
-					t.Errorf("discovery %v, want no agents", body)
+				agents, _ := body["agents"].([]any)
+				if len(agents) != 1 || agents[0].(map[string]any)["name"] != smokeAgent {
+					t.Errorf("discovery %v, want %s alone", body, smokeAgent)
 				}
 			},
 		},
@@ -208,7 +209,7 @@ func registryCase(*testing.T, *smokeTable) []invocation {
 }
 
 // The world and webhook route functions' answers on the seeded lobby
-// (owned by smokeOwner, smokeMember joined): every main reads, and most
+// (owned by smokeOwner, smokeMember and derivedMember joined): every main reads, and most
 // write, the table through its own wiring.
 var (
 	member      = auth.AWNID(smokePub(smokeMember))
@@ -222,7 +223,7 @@ func withWorldCases(handWritten map[string]func(*testing.T, *smokeTable) []invoc
 		worldCall(smokeOwner, "PUT", "/v0/worlds/lobby", `{"name":"Lobby","description":"updated by its owner"}`, 200, dataHas("description", "updated by its owner")),
 		worldCall(smokeOutsider, "PUT", "/v0/worlds/smoke", outsiderKey(`,"name":"Smoke"`), 201, dataHas("worldId", "smoke")))
 	handWritten["world-get"] = calls(
-		worldCall(nil, "GET", "/v0/worlds/lobby", "", 200, dataHas("members", 1.0)),
+		worldCall(nil, "GET", "/v0/worlds/lobby", "", 200, dataHas("members", 2.0)),
 		worldCall(nil, "GET", "/v0/worlds/nowhere", "", 404, errorCode("NOT_FOUND")))
 	handWritten["world-join"] = calls(
 		worldCall(smokeOutsider, "POST", "/v0/worlds/lobby/join", outsiderKey(""), 201, dataHas("awnId", auth.AWNID(smokePub(smokeOutsider)))),
@@ -231,7 +232,7 @@ func withWorldCases(handWritten map[string]func(*testing.T, *smokeTable) []invoc
 		worldCall(smokeMember, "POST", "/v0/worlds/lobby/leave", "", 200, dataHas("left", true)),
 		worldCall(smokeMember, "POST", "/v0/worlds/lobby/leave", "", 401, errorCode("NOT_JOINED")))
 	handWritten["world-agents"] = calls(
-		worldCall(smokeMember, "GET", "/v0/worlds/lobby/agents", "", 200, dataHas("count", 1.0)),
+		worldCall(smokeMember, "GET", "/v0/worlds/lobby/agents", "", 200, dataHas("count", 2.0)),
 		worldCall(smokeOutsider, "GET", "/v0/worlds/lobby/agents", "", 401, errorCode("NOT_JOINED")))
 	handWritten["world-send"] = calls(
 		worldCall(smokeMember, "POST", "/v0/worlds/lobby/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"note to self"}}`, member), 201, dataHas("to", member)))

@@ -13,18 +13,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// The keys the derived requests are signed with: the lobby's owner, a
-// member of it, and a key that is no member of anything (it signs the
+// The keys of the seeded table (newTable): the lobby's and smokeAgent's
+// owner, a member of the lobby for the hand-written cases, another for the
+// derived requests (so that neither's leave or webhook changes what the
+// other expects), and a key that is no member of anything (it signs the
 // routes any key may call).
 var (
 	smokeOwner    = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{41}, ed25519.SeedSize))
 	smokeMember   = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{42}, ed25519.SeedSize))
 	smokeOutsider = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{43}, ed25519.SeedSize))
+	derivedMember = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{45}, ed25519.SeedSize))
 	// smokeNetwork is the network's key, for the functions whose table
 	// environment names NETWORK_SIGNING_KEY or NETWORK_PUBLIC_KEY.
 	smokeNetwork = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{44}, ed25519.SeedSize))
@@ -32,17 +36,21 @@ var (
 
 func smokePub(k ed25519.PrivateKey) ed25519.PublicKey { return k.Public().(ed25519.PublicKey) }
 
-// sampleWorld is the world every function's table holds (newTable), named
-// by the {world} parameter of the derived requests.
-const sampleWorld = "lobby"
+// sampleWorld and smokeAgent are the world and the registered agent every
+// function's table holds (newTable), named by the {world} and {name}
+// parameters of the derived requests.
+const (
+	sampleWorld = "lobby"
+	smokeAgent  = "smoke-agent"
+)
 
 // sampleParams are the values derived requests give path parameters, by
 // name; a parameter not listed gets defaultParam (the route is still
 // reached: its function answers for an unknown resource).
 var sampleParams = map[string]string{
 	"world": sampleWorld,
-	"name":  "a2awire-punctual",
-	"keyid": "smoke-key",
+	"name":  smokeAgent,
+	"keyid": auth.KeyID(smokePub(smokeOwner)),
 }
 
 const defaultParam = "smoke"
@@ -92,7 +100,7 @@ func signerFor(a routes.Auth) (ed25519.PrivateKey, error) {
 	case routes.Signed:
 		return smokeOutsider, nil
 	case routes.Member:
-		return smokeMember, nil
+		return derivedMember, nil
 	case routes.Owner:
 		return smokeOwner, nil
 	}
@@ -109,7 +117,7 @@ func signerFor(a routes.Auth) (ed25519.PrivateKey, error) {
 //     must be answered (any status below 500, a JSON body, not the
 //     access layer's "no route"); any other route is sent unsigned, and
 //     must be refused (refused), then signed by the key its auth kind
-//     admits (signerFor), and must be answered;
+//     admits (signerFor), and must be answered past 401 (admitted);
 //   - every trigger gets its kind's sample event (triggerInvocation).
 //
 // An auth or trigger kind it does not know is an error, never a function
@@ -142,7 +150,7 @@ func derive(name string) ([]invocation, error) {
 		}
 		out = append(out,
 			invocation{what: what + " unsigned", method: method, path: path, body: body, respond: refused(what+" unsigned", r.Auth)},
-			invocation{what: what + " signed", method: method, path: path, body: body, key: key, respond: answered(what + " signed")})
+			invocation{what: what + " signed", method: method, path: path, body: body, key: key, respond: admitted(what + " signed")})
 	}
 	for _, tr := range routes.Config(name).Triggers {
 		inv, err := triggerInvocation(tr)
@@ -202,6 +210,20 @@ func answered(what string) func(t *testing.T, out events.APIGatewayV2HTTPRespons
 		}
 		if strings.Contains(out.Body, `"no route `) {
 			t.Errorf("%s: the function does not serve its own route: %s", what, out.Body)
+		}
+	}
+}
+
+// admitted is answered for a request signed by the key the route's auth
+// kind admits: its signature (and, on a member route, the membership the
+// function reads from the table) got it past 401.
+func admitted(what string) func(t *testing.T, out events.APIGatewayV2HTTPResponse) {
+	answer := answered(what)
+	return func(t *testing.T, out events.APIGatewayV2HTTPResponse) {
+		t.Helper()
+		answer(t, out)
+		if out.StatusCode == http.StatusUnauthorized {
+			t.Errorf("%s: 401 %s; want the signer admitted", what, out.Body)
 		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/protocol"
+	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
@@ -207,8 +208,9 @@ func TestEmulator(t *testing.T) {
 
 // newTable creates a fresh table for one function on the package's DynamoDB
 // Local with the real schema (dynamo.CreateTable), holding the lobby owned
-// by smokeOwner that smokeMember has joined, so every route naming a world
-// reaches one.
+// by smokeOwner that smokeMember and derivedMember have joined and the
+// agent smokeAgent registered with smokeOwner's key, so every route naming
+// a world or an agent reaches one.
 func newTable(t *testing.T, function string) *smokeTable {
 	t.Helper()
 	client, name := dynamolocal.NewTable(t, local)
@@ -219,8 +221,14 @@ func newTable(t *testing.T, function string) *smokeTable {
 	if _, _, err := w.PutWorld(ctx, world.Manifest{ID: sampleWorld, Name: "Lobby"}, smokePub(smokeOwner)); err != nil {
 		t.Fatalf("%s: create the lobby: %v", function, err)
 	}
-	if _, _, err := w.Join(ctx, sampleWorld, smokePub(smokeMember), nil); err != nil {
-		t.Fatalf("%s: join the lobby: %v", function, err)
+	for _, k := range []ed25519.PrivateKey{smokeMember, derivedMember} {
+		if _, _, err := w.Join(ctx, sampleWorld, smokePub(k), nil); err != nil {
+			t.Fatalf("%s: join the lobby: %v", function, err)
+		}
+	}
+	if _, _, err := registry.New(tab.store).Register(ctx, registry.Agent{Name: smokeAgent, Description: "the smoke test's agent",
+		Endpoint: "https://smoke-agent.example/invoke", Capabilities: []string{"smoke"}, PublicKey: smokePub(smokeOwner)}); err != nil {
+		t.Fatalf("%s: register %s: %v", function, smokeAgent, err)
 	}
 	return tab
 }
