@@ -32,9 +32,9 @@
 //     owner and member routes;
 //   - RouteOf(r): the matched row of the route table.
 //
-// A handler checks what the values mean (required fields, ranges) once, in
-// the domain, and returns an *apierror.Error; the surface's renderer
-// (httperr.WriteRegistry, httperr.WriteWorld) writes it.
+// What the values mean (required fields, ranges, formats) is checked once,
+// by the domain the handler calls, which answers an *apierror.Error; the
+// surface's renderer (httperr.WriteRegistry, httperr.WriteWorld) writes it.
 //
 // # Keys
 //
