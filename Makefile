@@ -60,8 +60,10 @@ awn:
 # printed whole when it ends): on 2 cores each leaves the CPU idle at
 # times (DynamoDB Local and the emulator answering, tests waiting on
 # deadlines) that the others fill.
+# TEST_JOBS=1 runs them one after the other.
+TEST_JOBS ?= 5
 test: npm tools python-deps
-	@$(MAKE) --no-print-directory -j5 --output-sync=target test-race test-infra test-fastapi lint build
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-race test-infra test-fastapi lint build
 
 ## check: the fast inner loop (about 30 s warm): gofmt, vet, staticcheck, and the tests of every package
 ##   that needs neither DynamoDB Local nor the emulator (`make test` runs them all).
