@@ -201,6 +201,10 @@ func externalRatio(ctx context.Context, c externalConfig, stdout, stderr io.Writ
 	return externalReport(stdout, dir, c, servers, loads)
 }
 
+// externalTarget is issue 28's: the harness from outside at least this
+// fraction of the bare server's throughput.
+const externalTarget = 0.55
+
 // externalBody is the request every server answers: a punctual ping.
 const externalBody = `{"task":"ping","input":{}}`
 
@@ -238,6 +242,9 @@ func externalReport(w io.Writer, dir string, c externalConfig, servers []*server
 			}
 			sum.MedianRatio = median(sum.Ratios)
 			line += fmt.Sprintf("; ÷ bare %s → median %.2f", floats(sum.Ratios, "%.2f"), sum.MedianRatio)
+			if s.name == "harness" {
+				line += fmt.Sprintf(" (target ≥ %.2f: %s)", externalTarget, within(sum.MedianRatio >= externalTarget))
+			}
 		}
 		if s.bad > 0 {
 			line += fmt.Sprintf("; %d responses not 2xx or socket errors", s.bad)
