@@ -7,10 +7,9 @@ import (
 )
 
 // batchWriter gathers the log lines written to it and writes them to out
-// together, at most flushDelay after the first of a batch was written: one
-// write(2) per batch instead of one per request's access line, which under
-// load cost the harness as much as a few of the request's own steps. Each
-// Write is whole and in order in the output.
+// together, at most flushDelay after the first of a batch was written: under
+// load, one write(2) per batch instead of one per request's access line
+// (docs/performance.md). Each Write is whole and in order in the output.
 //
 // Close (or Flush) writes what is pending; lines written within flushDelay
 // before the process is killed outright are lost. A batch that grows past
