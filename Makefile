@@ -22,7 +22,7 @@ PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local local-bin dynamodb-local awn test test-go test-race test-fastapi test-infra check check-tests python-deps build invoke lint fuzz bench bench-go synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn test test-go test-race test-fastapi test-infra check check-tests python-deps build invoke lint fuzz bench bench-external bench-go synth deploy diff cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local: local-bin
@@ -140,6 +140,21 @@ bench: npm tools build local-bin
 		./shared/protocol ./local/harness ./shared/auth > bench/gobench.txt
 	@echo "bench: compiling and running cmd/a2awire-bench..." >&2
 	@$(GO) run ./cmd/a2awire-bench -gobench bench/gobench.txt -out bench
+
+## bench-external: harness ÷ bare net/http measured from outside, as a user meets the harness: ./local built with its
+##   access log on and the bare punctual provider, each in its own process, loaded by wrk (Debian's wrk, installed
+##   with apt-get when missing) in interleaved rounds; prints each round, the median ratio and server CPU per request
+##   (about 2 minutes; BENCH_EXTERNAL_ARGS adds flags, e.g. -external-rounds 9).
+bench-external:
+	@command -v wrk >/dev/null || { \
+		command -v apt-get >/dev/null || { echo "bench-external: no wrk and no apt-get to install it (Debian's wrk package)" >&2; exit 1; }; \
+		echo "bench-external: apt-get install wrk..." >&2; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$(SUDO) apt-get install -y -qq wrk >/dev/null 2>&1 || { \
+			echo "bench-external: not in the package cache; apt-get update, then install again..." >&2; \
+			$(SUDO) apt-get update -qq >/dev/null && $(SUDO) apt-get install -y -qq wrk >/dev/null; }; }
+	@mkdir -p bench
+	@$(GO) run ./cmd/a2awire-bench -external -out bench $(BENCH_EXTERNAL_ARGS)
 
 ## bench-go: every Go benchmark in the tree, BENCHTIME (1s) each (their TestMain may start DynamoDB Local).
 bench-go: npm
