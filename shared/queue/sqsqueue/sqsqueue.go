@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/a2awire/a2awire/shared/queue"
+	"github.com/a2awire/a2awire/shared/routes"
 )
 
 // API is the part of *sqs.Client the queue calls.
@@ -37,29 +38,14 @@ type Queue struct {
 // New returns the queue at url through api.
 func New(api API, url string) *Queue { return &Queue{api: api, url: url} }
 
-// URLEnv is the variable holding the URL of the queue named name (a
-// routes queue name): QUEUE_URL_ and the name upper-cased with _ for -.
-func URLEnv(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		switch {
-		case c >= 'a' && c <= 'z':
-			b[i] = c - 'a' + 'A'
-		case c == '-':
-			b[i] = '_'
-		}
-	}
-	return "QUEUE_URL_" + string(b)
-}
-
-// FromEnv opens the queue named name from its URL variable (URLEnv) with
+// FromEnv opens the queue named name from its URL variable (routes.QueueURLEnv) with
 // the credentials Lambda sets (as dynamo.ClientFromEnv reads them, without
 // config.LoadDefaultConfig's machinery); AWS_ENDPOINT_URL_SQS points it
 // at another SQS-compatible server.
 func FromEnv(getenv func(string) string, name string) (*Queue, error) {
-	url := getenv(URLEnv(name))
+	url := getenv(routes.QueueURLEnv(name))
 	if url == "" {
-		return nil, fmt.Errorf("sqsqueue: %s is not set", URLEnv(name))
+		return nil, fmt.Errorf("sqsqueue: %s is not set", routes.QueueURLEnv(name))
 	}
 	region := getenv("AWS_REGION")
 	if region == "" {
