@@ -461,7 +461,7 @@ func (d *Dispatcher) RunRetries(ctx context.Context) (RetryReport, error) {
 				errs = append(errs, d.store.settle(ctx, p, nil, true, "the webhook is disabled"))
 			case d.queue != nil:
 				// The workers make the attempt, under the endpoint's cap.
-				errs = append(errs, d.requeue(ctx, p))
+				errs = append(errs, d.requeue(ctx, p, h.URL))
 				rep.Sent++
 			default:
 				jobs = append(jobs, job{record: -1, p: p, hook: h, isRetry: true})

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/webhook/delivery"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -27,7 +29,7 @@ import (
 //
 //	item   pk              sk            attributes
 //	limit  WHEP#<url hash> LIMIT         limit
-//	slot   WHEP#<url hash> SLOT#<n>      until (ms), holder
+//	slot   WHEP#<url hash> SLOT#<n>      until, since (ms), holder
 //
 // An endpoint is a webhook URL (its SHA-256, so the key is bounded and
 // holds no secret path). Slots are leased: a worker that dies leaves its
@@ -43,8 +45,8 @@ const (
 	// SlotWait is how long a worker waits for a free slot before handing
 	// the delivery back to the queue with DeferDelay.
 	SlotWait = 300 * time.Millisecond
-	// DeferDelay is the queue delay of a delivery that found its endpoint
-	// at its limit (SQS delays count whole seconds).
+	// DeferDelay is the shortest queue delay of a delivery that found its
+	// endpoint at its limit (SQS delays count whole seconds).
 	DeferDelay = time.Second
 
 	endpointPrefix = "WHEP#"
@@ -53,6 +55,7 @@ const (
 	attrLimit      = "limit"
 	attrUntil      = "until"
 	attrHolder     = "holder"
+	attrSince      = "since"
 	// TypeEndpointSlot and TypeEndpointLimit are the items' type
 	// attributes.
 	TypeEndpointSlot  = "whslot"
@@ -72,13 +75,18 @@ type slot struct {
 	limit  int
 }
 
-// errNoSlot: the endpoint is at its limit.
-var errNoSlot = errors.New("webhook: endpoint at its concurrency limit")
+// noSlot: the endpoint is at its limit; a slot may free in retryIn.
+type noSlot struct{ retryIn time.Duration }
+
+func (noSlot) Error() string { return "webhook: endpoint at its concurrency limit" }
 
 // acquire takes a free slot of url's endpoint: one Query for the limit and
 // the slots, then a Put conditioned on the slot being free (absent or its
-// lease passed). It retries on a lost race and polls for SlotWait while
-// the endpoint is full; errNoSlot after that.
+// lease passed). While the endpoint is full it polls for up to SlotWait
+// if a slot was taken under FastAnswer ago (a fast endpoint frees one
+// soon), and otherwise answers noSlot at once, with the time until the
+// oldest attempt in flight must have ended (its timeout), so a delivery to
+// a slow endpoint waits in the queue, not in a worker.
 func (d *Dispatcher) acquire(ctx context.Context, url string) (slot, error) {
 	pk := EndpointPK(url)
 	holder := rand.Text()
@@ -92,6 +100,8 @@ func (d *Dispatcher) acquire(ctx context.Context, url string) (slot, error) {
 		now := d.now()
 		limit := 1
 		busy := map[string]bool{}
+		recent := false
+		retryIn := queue.MaxDelay
 		for _, it := range p.Items {
 			sk := it.Str(store.AttrSK)
 			if sk == limitSK {
@@ -102,6 +112,10 @@ func (d *Dispatcher) acquire(ctx context.Context, url string) (slot, error) {
 			}
 			if until, err := it.Int(attrUntil); err == nil && until > now.UnixMilli() {
 				busy[sk] = true
+				since, _ := it.Int(attrSince)
+				age := now.Sub(time.UnixMilli(since))
+				recent = recent || age < FastAnswer
+				retryIn = min(retryIn, delivery.AttemptTimeout-age)
 			}
 		}
 		for n := range limit {
@@ -113,6 +127,7 @@ func (d *Dispatcher) acquire(ctx context.Context, url string) (slot, error) {
 			_, err := d.store.st.Write(ctx, store.Put(k, store.Item{
 				world.AttrType:      store.S(TypeEndpointSlot),
 				attrUntil:           store.N(now.Add(slotLease).UnixMilli()),
+				attrSince:           store.N(now.UnixMilli()),
 				attrHolder:          store.S(holder),
 				store.AttrExpiresAt: store.ExpiresAt(now.Add(time.Hour)),
 			}).When(store.Or(store.ItemAbsent(), store.Le(attrUntil, store.N(now.UnixMilli())))))
@@ -123,12 +138,15 @@ func (d *Dispatcher) acquire(ctx context.Context, url string) (slot, error) {
 				return slot{}, apierror.FromStore("webhook: take endpoint slot", err)
 			}
 		}
+		if !recent {
+			return slot{}, noSlot{retryIn: max(DeferDelay, retryIn)}
+		}
 		select {
 		case <-ctx.Done():
 			return slot{}, ctx.Err()
 		case <-wait.C:
-			return slot{}, errNoSlot
-		case <-time.After(SlotWait / 10):
+			return slot{}, noSlot{retryIn: DeferDelay}
+		case <-time.After(SlotWait / 5):
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/queue"
@@ -50,8 +51,10 @@ const QueueRetries = 3
 type Job struct {
 	Event     world.Event `json:"event"`
 	Recipient string      `json:"recipient"`
-	// Hook is the Generation of the webhook the job is for.
+	// Hook is the Generation of the webhook the job is for, URL its URL
+	// then (the endpoint whose cap the job waits for).
 	Hook string `json:"hook"`
+	URL  string `json:"url"`
 	// Attempts were made before this message was sent (by earlier
 	// messages, for a retry from the schedule).
 	Attempts int `json:"attempts,omitempty"`
@@ -110,7 +113,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, evs []world.Event) []error {
 		}
 		var msgs []queue.Message
 		for _, h := range hooks {
-			m, err := encodeJob(Job{Event: e, Recipient: h.AWNID, Hook: h.Generation})
+			m, err := encodeJob(Job{Event: e, Recipient: h.AWNID, Hook: h.Generation, URL: h.URL})
 			if err != nil {
 				errs[i] = err
 				break
@@ -172,9 +175,27 @@ func (d *Dispatcher) work(ctx context.Context, m Received) (keep bool, err error
 		return false, nil
 	}
 	p := Pending{Event: j.Event, Recipient: j.Recipient, Attempts: j.Attempts, Hook: j.Hook}
+	// The endpoint's cap first: a delivery to a full endpoint goes back on
+	// the queue for one Query, before the webhook and member reads.
+	s, err := d.acquire(ctx, j.URL)
+	var full noSlot
+	if errors.As(err, &full) {
+		// No attempt counted; this worker moves on.
+		msg, err := encodeJob(j)
+		if err != nil {
+			return false, err
+		}
+		msg.Delay = min(queue.MaxDelay, full.retryIn.Round(time.Second)+time.Second)
+		return false, d.queue.Send(ctx, msg)
+	}
+	if err != nil {
+		return false, err
+	}
+	answered, latency := false, time.Duration(0)
+	defer func() { d.release(ctx, s, latency, answered) }()
 	h, err := d.store.Get(ctx, p.Event.World, p.Recipient)
 	switch {
-	case apierror.KindOf(err) == apierror.NotFound || err == nil && h.Generation != j.Hook:
+	case apierror.KindOf(err) == apierror.NotFound || err == nil && (h.Generation != j.Hook || h.URL != j.URL && j.URL != ""):
 		// Removed (a DELETE, a leave), or replaced: the delivery was for
 		// a webhook that no longer exists.
 		return false, nil
@@ -191,25 +212,11 @@ func (d *Dispatcher) work(ctx context.Context, m Received) (keep bool, err error
 	if !member {
 		return false, nil
 	}
-	s, err := d.acquire(ctx, h.URL)
-	if errors.Is(err, errNoSlot) {
-		// The endpoint is at its limit: the delivery goes back on the
-		// queue, no attempt counted, and this worker moves on.
-		msg, err := encodeJob(j)
-		if err != nil {
-			return false, err
-		}
-		msg.Delay = DeferDelay
-		return false, d.queue.Send(ctx, msg)
-	}
-	if err != nil {
-		return false, err
-	}
 	r := delivery.Deliver(ctx, d.client, h.URL, delivery.Delivery{
 		WorldID: p.Event.World, EventID: p.Event.ID, Type: p.Event.Type, Payload: p.Event.Data,
 		Timestamp: p.Event.CreatedAt, SignedAt: d.now(),
 	}, h.Secret, d.key)
-	d.release(ctx, s, r.Latency, r.Err == nil || isStatus(r.Err))
+	answered, latency = r.Err == nil || isStatus(r.Err), r.Latency
 	// Every receive of this message counts as an attempt, a receive that
 	// failed before its attempt included (it may have sent).
 	attempts := j.Attempts + max(1, m.ReceiveCount)
@@ -284,8 +291,8 @@ func (d *Dispatcher) DeadLetterJobs(ctx context.Context, msgs []Received) []stri
 // now, and deletes its retry item (settle). A crash in between sends it
 // twice at worst (the lease frees the item again); receivers dedupe by
 // webhook-id.
-func (d *Dispatcher) requeue(ctx context.Context, p Pending) error {
-	msg, err := encodeJob(Job{Event: p.Event, Recipient: p.Recipient, Hook: p.Hook, Attempts: p.Attempts})
+func (d *Dispatcher) requeue(ctx context.Context, p Pending, url string) error {
+	msg, err := encodeJob(Job{Event: p.Event, Recipient: p.Recipient, Hook: p.Hook, URL: url, Attempts: p.Attempts})
 	if err != nil {
 		return err
 	}
