@@ -22,8 +22,8 @@ import (
 // Through the path an event takes in AWS — the dispatcher's stream trigger
 // on the memory engine's feed, the delivery queue, the deliverer's queue
 // trigger with the route table's settings — every event reaches the fast
-// endpoint within 1 s of its commit (the slowest of 20, so the p99 too).
-// Events come every 100 ms for 2 s; the slow attempts still hang when the
+// endpoint within 1 s of its commit (the slowest of 10, so the p99 too).
+// Events come every 200 ms for 2 s; the slow attempts still hang when the
 // test ends, about 3 s in all. (On DynamoDB Local's stream the same run
 // misses the bound on the shared test machine, where every table call of
 // the delivery path takes hundreds of milliseconds under load; see the
@@ -108,7 +108,7 @@ func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 				t.Fatal("the warm-up event never reached the fast endpoint")
 			}
 
-			every, n := 100*time.Millisecond, 20
+			every, n := 200*time.Millisecond, 10
 			committed := map[string]time.Time{}
 			for range n {
 				e, at := put()
