@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/cmd/a2awire-bench/fanout"
+	"github.com/a2awire/a2awire/functions/webhook-deliver/deliverer"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
@@ -46,14 +48,16 @@ func networkKey() ed25519.PrivateKey {
 // recipient, and a public event to 5 webhooks that all answer 204.
 func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table string) Row {
 	row := Row{ID: "4m", Name: "DynamoDB cost: webhook delivery (webhook-dispatcher; private event; public event to 5 webhooks)",
-		Method: "one stream record (the event's INSERT, built by store.ChangeRecord) as JSON through the webhook-dispatcher's Lambda entry (cloud.NewEntry over dispatcher.New, network key set, loopback receivers answering 204) on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = the webhook rows of docs/storage.md's cost table",
-		Target: "private: 2 GetItem (webhook, membership) + 1 UpdateItem (stats); public to N: 1 Query + N GetItem (membership) + N UpdateItem (stats), + 1 PutItem per failed attempt (none here)"}
+		Method: "one stream record (the event's INSERT, built by store.ChangeRecord) as JSON through the webhook-dispatcher's Lambda entry (cloud.NewEntry over dispatcher.New), then the deliveries it enqueued through webhook-deliver's handler (network key set, loopback receivers answering 204), on DynamoDB Local; calls and units from shared/store/dynamo/capacity; target = the webhook rows of docs/storage.md's cost table",
+		Target: "private: 3 GetItem (webhook twice, membership) + 1 Query + 2 PutItem + 1 DeleteItem (endpoint slot and limit) + 1 UpdateItem (stats); public to N: 1+N Query + 2N GetItem + 2N PutItem + N DeleteItem + N UpdateItem, + 1 PutItem per failed attempt (none here)"}
 	m := capacity.New()
 	st := dynamo.New(server.Client(m.Option()), table)
-	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: loopbackClient(), NetworkKey: networkKey(), Actions: world.New(st), Log: logging.Discard()})
+	q := deliveryQueue()
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: loopbackClient(), NetworkKey: networkKey(), Actions: world.New(st), Log: logging.Discard(), Queue: q})
 	if err != nil {
 		return failed(row, err)
 	}
+	work := deliverer.New(d)
 	cfg := routes.Config(dispatcher.Function)
 	entry := cloud.NewEntry(dispatcher.Function, dispatcher.New(d), time.Duration(max(cfg.TimeoutSeconds, 3))*time.Second)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
@@ -66,7 +70,7 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 		if _, err := st.Write(ctx, store.Put(world.MemberKey(w, id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
 			return failed(row, fmt.Errorf("member %d: %w", i, err))
 		}
-		if _, err := hooks.Set(ctx, w, id, receiver.URL+"/"); err != nil {
+		if _, err := hooks.Set(ctx, w, id, fmt.Sprintf("%s/%d", receiver.URL, i)); err != nil {
 			return failed(row, fmt.Errorf("webhook %d: %w", i, err))
 		}
 	}
@@ -101,6 +105,25 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 		if err := json.Unmarshal(out, &resp); err == nil && len(resp.BatchItemFailures) > 0 {
 			return nil, fmt.Errorf("webhook-dispatcher reported failures: %s", out)
 		}
+		// The deliverer works what the dispatcher enqueued.
+		for {
+			msgs, err := q.Receive(ctx, queue.MaxBatch, 0)
+			if err != nil || len(msgs) == 0 {
+				break
+			}
+			var ev events.SQSEvent
+			for _, r := range msgs {
+				ev.Records = append(ev.Records, events.SQSMessage{MessageId: r.ID, ReceiptHandle: r.Receipt, Body: r.Body,
+					Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(r.ReceiveCount)}})
+			}
+			resp, err := work(ctx, ev)
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				return nil, fmt.Errorf("webhook-deliver: %v %+v", err, resp)
+			}
+			for _, r := range msgs {
+				_ = q.Delete(ctx, r.Receipt)
+			}
+		}
 		return m.Take(), nil
 	}
 	private, err := deliver(world.Private, "aw:bench-hook-0")
@@ -111,8 +134,12 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 	if err != nil {
 		return failed(row, err)
 	}
-	privBudget := budget{calls: map[string]int{"GetItem": 2, "UpdateItem": 1}}
-	pubBudget := budget{calls: map[string]int{"Query": 1, "GetItem": 5, "UpdateItem": 5}}
+	// The dispatcher reads the recipients (a private event: its webhook; a
+	// public one: one Query); per delivery the deliverer queries and takes
+	// the endpoint's slot, reads the webhook and the membership, frees the
+	// slot, raises the endpoint's limit after a fast answer and counts it.
+	privBudget := budget{calls: map[string]int{"GetItem": 3, "Query": 1, "PutItem": 2, "DeleteItem": 1, "UpdateItem": 1}}
+	pubBudget := budget{calls: map[string]int{"Query": 6, "GetItem": 10, "PutItem": 10, "DeleteItem": 5, "UpdateItem": 5}}
 	pt, ut := private.Total(), public.Total()
 	row.Result = fmt.Sprintf("private: %s; %g read + %g write units; public to 5: %s; %g read + %g write units",
 		callsString(private.Calls()), pt.ReadUnits, pt.WriteUnits, callsString(public.Calls()), ut.ReadUnits, ut.WriteUnits)
@@ -130,10 +157,10 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 func fanoutRow(ctx context.Context, events int) Row {
 	row := Row{ID: "7", Name: "webhook fan-out: deliveries/s to 100 loopback receivers in one world, p99 event → delivery",
 		Target: "reported (no written target)", Status: Info,
-		Method: fmt.Sprintf("cmd/a2awire-bench/fanout: 100 receivers on 127.0.0.1, %d public events committed one after another on the memory engine, each awaited by all; delivered by the webhook-dispatcher's Lambda entry driven from the engine's change feed with its route-table trigger (cloud.Stream, as make local runs it); latency = commit → arrival; deliveries/s = deliveries ÷ first commit → last arrival", events)}
+		Method: fmt.Sprintf("cmd/a2awire-bench/fanout: 100 receivers on 127.0.0.1, %d public events committed one after another on the memory engine, each awaited by all; enqueued by the webhook-dispatcher's Lambda entry driven from the engine's change feed and delivered by webhook-deliver's from the in-process delivery queue, each with its route-table trigger (cloud.Stream, cloud.QueueMapping, as make local runs them); latency = commit → arrival; deliveries/s = deliveries ÷ first commit → last arrival", events)}
 	st := memory.New()
 	defer st.Close()
-	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: loopbackClient(), NetworkKey: networkKey(), Actions: world.New(st), Log: logging.Discard()})
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: loopbackClient(), NetworkKey: networkKey(), Actions: world.New(st), Log: logging.Discard(), Queue: deliveryQueue()})
 	if err != nil {
 		return failed(row, err)
 	}
@@ -143,10 +170,15 @@ func fanoutRow(ctx context.Context, events int) Row {
 	}
 	s := &cloud.Stream{Entry: cloud.NewEntry(dispatcher.Function, dispatcher.New(d), time.Duration(max(cfg.TimeoutSeconds, 3))*time.Second),
 		Feed: st, Trigger: cfg.Triggers[0], Log: logging.Discard()}
+	wcfg := routes.Config(deliverer.Function)
+	mapping := &cloud.QueueMapping{Entry: cloud.NewEntry(deliverer.Function, deliverer.New(d), time.Duration(wcfg.TimeoutSeconds)*time.Second),
+		Queue: d.Queue(), Trigger: wcfg.Triggers[0], Log: logging.Discard()}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = s.Run(sctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	mdone := make(chan struct{})
+	go func() { _ = mapping.Run(sctx); close(mdone) }()
+	defer func() { cancel(); <-done; <-mdone }()
 	r, err := fanout.Run(ctx, fanout.Options{Store: st, Receivers: 100, Events: events, Timeout: 30 * time.Second})
 	if err != nil {
 		return failed(row, err)
@@ -158,3 +190,11 @@ func fanoutRow(ctx context.Context, events int) Row {
 
 // msString renders d in milliseconds with two decimals.
 func msString(d time.Duration) string { return fmt.Sprintf("%.2f ms", ms(d)) }
+
+// deliveryQueue is an in-process delivery queue with the route table's
+// settings, as the harness runs it.
+func deliveryQueue() *queue.Memory {
+	cfg, _ := routes.QueueConfig(routes.DeliveryQueue)
+	return queue.NewMemory(queue.Config{VisibilityTimeout: time.Duration(cfg.VisibilityTimeoutSeconds) * time.Second, MaxReceiveCount: cfg.MaxReceiveCount},
+		queue.WithDeadLetter(queue.NewMemory(queue.Config{VisibilityTimeout: time.Minute})))
+}

@@ -91,7 +91,7 @@ const (
 func reservations(p Props) map[string]int {
 	out := map[string]int{}
 	for _, fn := range p.Functions {
-		out[fn.Name] = DefaultReservedConcurrency
+		out[fn.Name] = max(DefaultReservedConcurrency, queueReservation(fn))
 		if n, ok := p.ReservedConcurrency[fn.Name]; ok {
 			out[fn.Name] = n
 		}
@@ -138,6 +138,12 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 	}
 	if access > routes.NoTable {
 		env[TableNameEnv] = s.Table.TableName()
+	}
+	s.grantSends(fn, env, role)
+	for _, tr := range fn.Triggers {
+		if tr.Kind == routes.QueueTrigger {
+			s.grantConsume(tr, role, env)
+		}
 	}
 	f := awslambda.NewFunction(scope, jsii.String("Function"), &awslambda.FunctionProps{
 		Description:  jsii.String(fmt.Sprintf("a2awire %s %s", s.Stage, fn.Name)),
@@ -187,6 +193,8 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 			s.addStreamTrigger(scope, fn.Name, tr, f, role, prod)
 		case routes.ScheduleTrigger:
 			s.addSchedule(scope, fn.Name, tr.Schedule, f)
+		case routes.QueueTrigger:
+			s.addQueueTrigger(scope, tr, f)
 		}
 	}
 }

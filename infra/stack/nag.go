@@ -79,6 +79,21 @@ var (
 				"mapping, read by an operator, not by a consumer that could fail and need a redrive policy.",
 		},
 	}
+	// cdk-nag's AwsSolutions-SQS3 knows a queue that is another's
+	// dead-letter queue; the Serverless pack does not.
+	nagQueueIsDLQ = []NagSuppression{
+		{
+			ID: "Serverless-SQSRedrivePolicy",
+			Reason: "This queue is itself a dead-letter queue (of the delivery queue): a redrive policy of its own " +
+				"would only move the same deliveries one hop further; its consumer keeps each message as the " +
+				"webhook's dead letter, and one it cannot keep stays here for the retention period.",
+		},
+	}
+	nagQueueMappingDestination = NagSuppression{
+		ID: "Serverless-LambdaEventSourceMappingDestination",
+		Reason: "An SQS event source mapping has no on-failure destination: a message its function keeps failing on " +
+			"moves to the queue's dead-letter queue through the queue's redrive policy (maxReceiveCount).",
+	}
 	nagStreamWildcard = NagSuppression{
 		ID: "AwsSolutions-IAM5",
 		Reason: "Lambda polls the table's stream on the role's behalf; the stream ARN ends in a label DynamoDB " +

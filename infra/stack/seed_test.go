@@ -90,7 +90,7 @@ func TestSeededStack(t *testing.T) {
 		if ref != "{{resolve:secretsmanager:a2awire/network-signing-key:SecretString}}" {
 			t.Fatalf("reference %q", ref)
 		}
-		for _, fn := range []string{"webhook-dispatcher", "webhook-retry", "world-ping"} {
+		for _, fn := range []string{"webhook-deliver", "webhook-retry", "world-ping"} {
 			checkAssertion(t, fn+" env", func() {
 				s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 					"Description": "a2awire dev " + fn,

@@ -69,7 +69,7 @@ type Props struct {
 	// NetworkSigningKeySecret names the Secrets Manager secret (name or ARN)
 	// whose SecretString is the network's private signing key (the std
 	// base64 of its 32-byte Ed25519 seed; context networkSigningKeySecret).
-	// Functions that declare NetworkSigningKeyEnv (the webhook dispatcher,
+	// Functions that declare NetworkSigningKeyEnv (the webhook deliverer,
 	// the retry function, world-ping; the registry, which only derives its
 	// cursor key from it) get it through a CloudFormation dynamic
 	// reference, resolved at deploy, so the key is in no template, asset or
@@ -78,6 +78,8 @@ type Props struct {
 	NetworkSigningKeySecret string
 	// Seed, when set, registers the fixtures at deploy (see Seeding).
 	Seed *Seeding
+	// Queues is the queue table; nil means routes.Queues().
+	Queues []routes.Queue
 }
 
 // Stack is the synthesized stack with handles on what tests need to find in
@@ -93,6 +95,8 @@ type Stack struct {
 	Roles     map[string]awsiam.Role
 	// FailureQueues holds the on-failure queue of each stream-triggered function.
 	FailureQueues map[string]awssqs.Queue
+	// Queues holds the queue table's queues by name.
+	Queues map[string]awssqs.Queue
 	// Reserved is the reserved concurrency each function was given.
 	Reserved map[string]int
 	// Seeding is the fixtures' registration (nil without Props.Seed).
@@ -130,6 +134,7 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 		Functions:     map[string]awslambda.Function{},
 		Roles:         map[string]awsiam.Role{},
 		FailureQueues: map[string]awssqs.Queue{},
+		Queues:        map[string]awssqs.Queue{},
 		Reserved:      reservations(props),
 		networkKey:    props.NetworkPublicKey,
 		signingSecret: props.NetworkSigningKeySecret,
@@ -140,6 +145,7 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 	prod := props.Stage == ProdStage
 	s.Table = newTable(st, props.Table, prod)
 	s.addAPI(prod)
+	s.addQueues(queueTable(props), prod)
 
 	access := accessByFunction(props)
 	for _, fn := range props.Functions {

@@ -569,8 +569,14 @@ func checkFunctions(t *testing.T, s *synthesized) {
 			}
 		}
 		// Its own reservation: a flood elsewhere cannot take it, and it
-		// cannot take more.
+		// cannot take more; a queue trigger's function reserves the
+		// mapping's maximum concurrency.
 		want := stack.DefaultReservedConcurrency
+		for _, tr := range fn.Triggers {
+			if tr.Kind == routes.QueueTrigger {
+				want = max(want, stack.QueueConcurrency(tr))
+			}
+		}
 		if n, ok := s.props.ReservedConcurrency[fn.Name]; ok {
 			want = n
 		}
@@ -909,6 +915,7 @@ func TestCheckoutStack(t *testing.T) {
 		}
 	})
 	t.Run("stream filters are the harness's", func(t *testing.T) { checkStreamFilters(t, s) })
+	t.Run("delivery queues", func(t *testing.T) { checkQueues(t, s) })
 	t.Run("table access matches routes.TableAccess", func(t *testing.T) {
 		for _, fn := range props.Functions {
 			if got, want := accessOf(props, fn.Name), routes.TableAccess(fn.Name); got != want {
@@ -1013,9 +1020,11 @@ func TestExtendedStack(t *testing.T) {
 		// The route table's own stream-triggered functions (the webhook
 		// dispatcher) get theirs too.
 		n := len(streamed) + tableTriggers(routes.StreamTrigger)
+		// Besides: one mapping per queue trigger, and the queue table's
+		// queues.
 		checkAssertion(t, "one mapping and one failure queue per stream trigger", func() {
-			s.template.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(n)))
-			s.template.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(float64(n)))
+			s.template.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(n+tableTriggers(routes.QueueTrigger))))
+			s.template.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(float64(n+len(routes.Queues()))))
 		})
 		// The dispatcher sets every setting of its trigger; the tailer none,
 		// so it gets routes.DefaultStreamBatchSize, no window and whole-batch

@@ -84,6 +84,8 @@ func validate(p Props) error {
 				if !strings.HasPrefix(tr.Schedule, "rate(") && !strings.HasPrefix(tr.Schedule, "cron(") {
 					fail("function %q: schedule %q is not a rate(...) or cron(...) expression", fn.Name, tr.Schedule)
 				}
+			case routes.QueueTrigger:
+				// validateQueues checks it against the queue table.
 			default:
 				fail("function %q: unknown trigger kind %q", fn.Name, tr.Kind)
 			}
@@ -100,6 +102,7 @@ func validate(p Props) error {
 		}
 	}
 	validateConcurrency(p, fns, fail)
+	validateQueues(p, fail)
 	seen := map[string]string{}
 	for _, r := range p.Routes {
 		if _, ok := httpMethods[r.Method]; !ok {

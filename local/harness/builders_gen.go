@@ -9,6 +9,8 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-punctual/punctual"
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
 	"github.com/a2awire/a2awire/functions/registry/registryapi"
+	"github.com/a2awire/a2awire/functions/webhook-deadletter/deadletter"
+	"github.com/a2awire/a2awire/functions/webhook-deliver/deliverer"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
@@ -27,6 +29,8 @@ func builders() map[string]function.Builder {
 		"fixture-translator":   translator.Build,
 		"registry":             registryapi.Build,
 		"registry-seed":        seed.Build,
+		"webhook-deadletter":   deadletter.Build,
+		"webhook-deliver":      deliverer.Build,
 		"webhook-dispatcher":   dispatcher.Build,
 		"webhook-retry":        retry.Build,
 		"world-act":            worldhttp.BuildAct,

@@ -2,7 +2,7 @@
 // `go run ./local`: every function's Lambda entry (the very handler its main
 // passes to lambda.Start) behind the in-process API Gateway of package
 // cloud, mounted from the shared route table, with each function's stream
-// and schedule triggers driven as AWS drives them.
+// schedule and queue triggers driven as AWS drives them.
 package harness
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/function"
+	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
@@ -61,6 +62,37 @@ type Options struct {
 	// Now is the clock the functions' domains run on (Env.Now); nil means
 	// time.Now.
 	Now func() time.Time
+	// Queues are the route table's queues by name; nil means fresh
+	// in-process ones (NewQueues).
+	Queues map[string]*queue.Memory
+}
+
+// NewQueues returns an in-process queue for each of the route table's
+// queues, with its visibility timeout, maxReceiveCount and dead-letter
+// queue, on the clock now (nil: time.Now).
+func NewQueues(now func() time.Time) map[string]*queue.Memory {
+	out := map[string]*queue.Memory{}
+	var open func(q routes.Queue) *queue.Memory
+	open = func(q routes.Queue) *queue.Memory {
+		if m, ok := out[q.Name]; ok {
+			return m
+		}
+		var opts []queue.MemoryOption
+		if now != nil {
+			opts = append(opts, queue.WithClock(now))
+		}
+		if q.DeadLetter != "" {
+			dl, _ := routes.QueueConfig(q.DeadLetter)
+			opts = append(opts, queue.WithDeadLetter(open(dl)))
+		}
+		m := queue.NewMemory(queue.Config{VisibilityTimeout: time.Duration(q.VisibilityTimeoutSeconds) * time.Second, MaxReceiveCount: q.MaxReceiveCount}, opts...)
+		out[q.Name] = m
+		return m
+	}
+	for _, q := range routes.Queues() {
+		open(q)
+	}
+	return out
 }
 
 // DefaultBaseURL is the Agent Cards' base URL when Options.BaseURL is
@@ -84,6 +116,9 @@ type Function struct {
 // name. A function whose builder fails answers every invocation with the
 // error, as a Lambda whose init failed.
 func Handlers(o Options, st store.Store) map[string]any {
+	if o.Queues == nil {
+		o.Queues = NewQueues(o.Now)
+	}
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
@@ -120,6 +155,13 @@ func env(o Options, st store.Store, name string) function.Env {
 		Now:        o.Now,
 		Egress:     egress.Options{AllowLoopback: true, AllowHTTP: true},
 		NetworkKey: o.NetworkKey,
+		Queues: func(name string) (queue.Queue, error) {
+			q, ok := o.Queues[name]
+			if !ok {
+				return nil, fmt.Errorf("harness: no queue %q", name)
+			}
+			return q, nil
+		},
 	}
 	if o.NetworkKey != nil {
 		e.NetworkPublicKey, _ = o.NetworkKey.Public().(ed25519.PublicKey)
@@ -162,6 +204,8 @@ type Harness struct {
 	entries  map[string]*cloud.Entry
 	streams  []*cloud.Stream
 	schedule []*cloud.Schedule
+	mappings []*cloud.QueueMapping
+	queues   map[string]*queue.Memory
 	kinds    map[string][]routes.TriggerKind
 	closers  []func() error
 	log      *slog.Logger
@@ -182,6 +226,9 @@ func (h *Harness) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Queue returns the named queue of the route table's queue table, or nil.
+func (h *Harness) Queue(name string) *queue.Memory { return h.queues[name] }
 
 // TriggerKinds returns the kinds of the named function's triggers.
 func (h *Harness) TriggerKinds(name string) []routes.TriggerKind { return slices.Clone(h.kinds[name]) }
@@ -206,12 +253,15 @@ func New(o Options) (_ *Harness, err error) {
 	if feed == nil {
 		feed, _ = st.(store.Feed)
 	}
+	if o.Queues == nil {
+		o.Queues = NewQueues(o.Now)
+	}
 	var fns []Function
 	for name, h := range Handlers(o, st) {
 		fns = append(fns, Function{Name: name, Handler: h, Config: routes.Config(name)})
 	}
 	fns = append(fns, o.Extra...)
-	h := &Harness{entries: map[string]*cloud.Entry{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}, networkKey: o.NetworkKey}
+	h := &Harness{entries: map[string]*cloud.Entry{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}, networkKey: o.NetworkKey, queues: o.Queues}
 	if o.Store == nil {
 		h.closers = append(h.closers, st.(*memory.Store).Close)
 	}
@@ -243,6 +293,12 @@ func New(o Options) (_ *Harness, err error) {
 					return nil, fmt.Errorf("harness: function %q: %w", f.Name, err)
 				}
 				h.schedule = append(h.schedule, &cloud.Schedule{Entry: e, Expression: t.Schedule, Log: o.Log, NewTicker: o.NewTicker})
+			case routes.QueueTrigger:
+				q, ok := o.Queues[t.Queue]
+				if !ok {
+					return nil, fmt.Errorf("harness: function %q: no queue %q", f.Name, t.Queue)
+				}
+				h.mappings = append(h.mappings, &cloud.QueueMapping{Entry: e, Queue: q, Trigger: t, Log: o.Log})
 			default:
 				return nil, fmt.Errorf("harness: function %q: unknown trigger kind %q", f.Name, t.Kind)
 			}
@@ -280,6 +336,10 @@ func (h *Harness) Triggers() []string {
 	for _, s := range h.schedule {
 		out = append(out, fmt.Sprintf("%s: schedule %s", s.Entry.Name(), s.Expression))
 	}
+	for _, m := range h.mappings {
+		out = append(out, fmt.Sprintf("%s: queue %s (batch %d, concurrency %d, batchItemFailures %v)", m.Entry.Name(), m.Trigger.Queue,
+			cmpInt(m.Trigger.BatchSize, routes.DefaultQueueBatchSize), cmpInt(m.Trigger.MaxConcurrency, routes.DefaultQueueConcurrency), m.Trigger.ReportBatchItemFailures))
+	}
 	return out
 }
 
@@ -293,7 +353,7 @@ func cmpInt(v, def int) int {
 // Run drives every stream and schedule trigger until ctx ends, then waits
 // for them to stop. It returns early only when a trigger cannot run.
 func (h *Harness) Run(ctx context.Context) error {
-	if len(h.streams)+len(h.schedule) == 0 {
+	if len(h.streams)+len(h.schedule)+len(h.mappings) == 0 {
 		<-ctx.Done()
 		return nil
 	}
@@ -319,6 +379,9 @@ func (h *Harness) Run(ctx context.Context) error {
 	}
 	for _, s := range h.schedule {
 		start(s.Run)
+	}
+	for _, m := range h.mappings {
+		start(m.Run)
 	}
 	wg.Wait()
 	return errors.Join(errs...)

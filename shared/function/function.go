@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/store"
 )
 
@@ -51,6 +52,10 @@ type Env struct {
 	// NetworkPublicKey is the public half of the network's key, for
 	// functions that publish or check it without signing; nil when unknown.
 	NetworkPublicKey ed25519.PublicKey
+	// Queues opens a queue of the route table's queue table by name: the
+	// harness's in-process queues. Nil in Lambda, where a function opens
+	// Amazon SQS from the queue's URL variable (package sqsqueue).
+	Queues func(name string) (queue.Queue, error)
 }
 
 // Builder builds what a function's main passes to lambda.Start (and the

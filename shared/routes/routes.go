@@ -93,6 +93,9 @@ type Function struct {
 	Table Access
 	// Triggers are the function's non-HTTP event sources.
 	Triggers []Trigger
+	// Sends names the queues the function sends to: the deploy gives it
+	// each one's URL (QueueURLEnv) and sqs:SendMessage on it alone.
+	Sends []string
 }
 
 // TriggerKind names a non-HTTP event source.
@@ -104,6 +107,9 @@ const (
 	StreamTrigger TriggerKind = "table-stream"
 	// ScheduleTrigger invokes the function on an EventBridge schedule.
 	ScheduleTrigger TriggerKind = "schedule"
+	// QueueTrigger feeds the function batches of messages from one of the
+	// queue table's queues (an SQS event source mapping).
+	QueueTrigger TriggerKind = "queue"
 )
 
 // Trigger is one non-HTTP event source of a function. The CDK app deploys it
@@ -120,9 +126,18 @@ type Trigger struct {
 	// invocation (StreamTrigger; 0: hand them over as soon as polled).
 	BatchWindowSeconds int
 	// ReportBatchItemFailures lets the function answer
-	// {"batchItemFailures": [...]}: the batch is checkpointed before the
-	// first failed record and retried from there.
+	// {"batchItemFailures": [...]}: a stream batch is checkpointed before
+	// the first failed record and retried from there; of a queue batch,
+	// the messages not named are deleted and the named ones come back
+	// when their visibility timeout ends.
 	ReportBatchItemFailures bool
+	// Queue names the queue of a QueueTrigger (a row of the queue table).
+	Queue string
+	// MaxConcurrency is the most concurrent invocations a QueueTrigger
+	// makes (Lambda's ScalingConfig.MaximumConcurrency, 2..1000; 0 means
+	// DefaultQueueConcurrency). The deploy reserves at least as much
+	// concurrency for the function.
+	MaxConcurrency int
 	// Filters keep the stream records that match at least one of them
 	// (StreamTrigger; none: every record). The deploy writes each as one
 	// pattern of the mapping's FilterCriteria and the harness's stream
@@ -213,6 +228,69 @@ func EventInserts() StreamFilter {
 // DefaultStreamBatchSize is a stream trigger's batch size when unset.
 const DefaultStreamBatchSize = 100
 
+// DefaultQueueBatchSize is a queue trigger's batch size when unset (and
+// SQS's most per receive), DefaultQueueConcurrency its concurrency.
+const (
+	DefaultQueueBatchSize   = 10
+	DefaultQueueConcurrency = 2
+)
+
+// Queue is a message queue: an SQS standard queue in AWS (the deploy
+// creates it, with its dead-letter queue and redrive policy), an
+// in-process queue with the same settings in the harness.
+type Queue struct {
+	Name string
+	// VisibilityTimeoutSeconds is how long a received message stays
+	// invisible; at least six times the consuming function's timeout, as
+	// Lambda advises, so a batch's retry never overlaps its first run.
+	VisibilityTimeoutSeconds int
+	// RetentionSeconds is how long SQS keeps a message.
+	RetentionSeconds int
+	// MaxReceiveCount is the receives after which a message moves to
+	// DeadLetter (0: never; needs DeadLetter).
+	MaxReceiveCount int
+	// DeadLetter names the queue a message moves to.
+	DeadLetter string
+}
+
+// Queues of webhook delivery.
+const (
+	// DeliveryQueue holds one message per delivery of an event to a
+	// webhook (package webhook's Job).
+	DeliveryQueue = "webhook-deliveries"
+	// DeliveryDeadLetters holds the deliveries the workers kept failing on.
+	DeliveryDeadLetters = "webhook-deliveries-dead"
+)
+
+// queues is the queue table.
+var queues = []Queue{
+	// A delivery worker runs at most 15 s (six times that is 90); a
+	// delivery is received at most 5 times: three for its first attempt
+	// and the two early retries (5 s, 5 min, waited in the queue), two
+	// spare for a worker that fails before it can settle one.
+	{Name: DeliveryQueue, VisibilityTimeoutSeconds: 90, RetentionSeconds: 4 * 24 * 3600, MaxReceiveCount: 5, DeadLetter: DeliveryDeadLetters},
+	{Name: DeliveryDeadLetters, VisibilityTimeoutSeconds: 60, RetentionSeconds: 14 * 24 * 3600},
+}
+
+// QueueURLEnv is the variable holding the URL of the queue named name,
+// which the deploy sets on the functions that send to or consume it:
+// QUEUE_URL_ and the name upper-cased, '-' as '_'.
+func QueueURLEnv(name string) string {
+	return "QUEUE_URL_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// Queues returns a copy of the queue table.
+func Queues() []Queue { return slices.Clone(queues) }
+
+// QueueConfig returns the named queue's settings.
+func QueueConfig(name string) (Queue, bool) {
+	i := slices.IndexFunc(queues, func(q Queue) bool { return q.Name == name })
+	if i < 0 {
+		return Queue{}, false
+	}
+	return queues[i], true
+}
+
 // table is the route table. Add a route here and both the harness and the
 // CDK app serve it.
 var table = []Route{
@@ -302,20 +380,30 @@ var functions = []Function{
 	{Name: "world-webhook-remove", Builder: "shared/webhookhttp.BuildRemove", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-webhook-replay", Builder: "shared/webhookhttp.BuildReplay", MemoryMB: 256, TimeoutSeconds: 10},
 
-	// Webhook delivery. The dispatcher reads the table's stream: small
-	// batches handed over at once (no window), so an event reaches its
-	// receivers within a second; a batch's deliveries run concurrently
-	// (webhook.DefaultWorkers at a time, 5 s per attempt), and what cannot
-	// start before the timeout's last 7 s is scheduled as a retry instead
-	// of attempted. It reports the records it could not schedule
-	// (batchItemFailures); the retry function works the schedule every
-	// minute. NETWORK_SIGNING_KEY (the network's
-	// Ed25519 seed, for v1a) is filled by the deploy from a secret.
-	{Name: "webhook-dispatcher", Builder: "functions/webhook-dispatcher/dispatcher.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
-		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
+	// Webhook delivery, off the stream's critical path. The dispatcher
+	// reads the table's stream, filtered to event INSERTs, and turns each
+	// event into one message per recipient webhook on the delivery queue:
+	// it makes no attempt, so a slow receiver never holds up a shard.
+	// The deliverer makes the attempts from the queue (batches of 10, up
+	// to 100 invocations at once, partial batch failures), capped per
+	// endpoint; early retries wait in the queue, later ones in the
+	// table's schedule, which webhook-retry puts back on the queue every
+	// minute. webhook-deadletter keeps what the deliverer kept failing on
+	// (the queue's dead-letter queue) as the webhook's dead letters.
+	// NETWORK_SIGNING_KEY (the network's Ed25519 seed, for v1a) is filled
+	// by the deploy from a secret.
+	{Name: "webhook-dispatcher", Builder: "functions/webhook-dispatcher/dispatcher.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadOnly,
+		Sends:    []string{DeliveryQueue},
 		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 10, ReportBatchItemFailures: true, Filters: []StreamFilter{EventInserts()}}}},
+	{Name: "webhook-deliver", Builder: "functions/webhook-deliver/deliverer.Build", MemoryMB: 256, TimeoutSeconds: 15, Table: ReadWrite,
+		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
+		Sends:    []string{DeliveryQueue},
+		Triggers: []Trigger{{Kind: QueueTrigger, Queue: DeliveryQueue, BatchSize: 10, MaxConcurrency: 100, ReportBatchItemFailures: true}}},
+	{Name: "webhook-deadletter", Builder: "functions/webhook-deadletter/deadletter.Build", MemoryMB: 128, TimeoutSeconds: 10, Table: ReadWrite,
+		Triggers: []Trigger{{Kind: QueueTrigger, Queue: DeliveryDeadLetters, BatchSize: 10, ReportBatchItemFailures: true}}},
 	{Name: "webhook-retry", Builder: "functions/webhook-retry/retry.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
 		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
+		Sends:    []string{DeliveryQueue},
 		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
 }
 
@@ -364,6 +452,7 @@ func Config(name string) Function {
 		if f.Name == name {
 			f.Env = cloneEnv(f.Env)
 			f.Triggers = slices.Clone(f.Triggers)
+			f.Sends = slices.Clone(f.Sends)
 			for i, tr := range f.Triggers {
 				tr.Filters = slices.Clone(tr.Filters)
 				for j, fl := range tr.Filters {

@@ -15,7 +15,10 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/queue"
+	"github.com/a2awire/a2awire/shared/queue/sqsqueue"
 	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/webhook/delivery"
 	"github.com/a2awire/a2awire/shared/world"
@@ -69,6 +72,11 @@ type Config struct {
 	Jitter func() float64
 	// Workers bounds concurrent attempts; 0 means DefaultWorkers.
 	Workers int
+	// Queue is the delivery queue (routes.DeliveryQueue): Enqueue sends
+	// to it, deferred deliveries and the schedule's due retries go back
+	// to it. Nil makes the attempts in process, as Dispatch and a
+	// RunRetries without a queue do (tests, benchmarks).
+	Queue queue.Queue
 	// Log receives what no caller can act on: attempts' stats that could
 	// not be written, refused forwarded actions.
 	Log *slog.Logger
@@ -89,6 +97,7 @@ type Dispatcher struct {
 	workers int
 	log     *slog.Logger
 	ids     *world.IDs
+	queue   queue.Queue
 }
 
 // NewDispatcher returns a Dispatcher over c.
@@ -100,7 +109,7 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 		return nil, errors.New("webhook: the network key is not an Ed25519 private key")
 	}
 	d := &Dispatcher{client: c.Client, key: c.NetworkKey, actions: c.Actions, limiter: c.Limiter, now: c.Now, jitter: c.Jitter,
-		workers: c.Workers, log: c.Log, ids: world.NewIDs()}
+		workers: c.Workers, log: c.Log, ids: world.NewIDs(), queue: c.Queue}
 	if d.client == nil {
 		d.client = egress.NewClient(egress.Options{Timeout: delivery.AttemptTimeout})
 	}
@@ -123,6 +132,9 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 // Log is the logger the dispatcher writes to (Config.Log), for the stream
 // handler to log the records it cannot decode alongside.
 func (d *Dispatcher) Log() *slog.Logger { return d.log }
+
+// Queue is the delivery queue (Config.Queue), nil when none.
+func (d *Dispatcher) Queue() queue.Queue { return d.queue }
 
 // Store is the webhook domain the dispatcher works on.
 func (d *Dispatcher) Store() *Store { return d.store }
@@ -447,6 +459,10 @@ func (d *Dispatcher) RunRetries(ctx context.Context) (RetryReport, error) {
 			case !h.Enabled:
 				d.recordStats(ctx, h, outcome{deadLettered: true})
 				errs = append(errs, d.store.settle(ctx, p, nil, true, "the webhook is disabled"))
+			case d.queue != nil:
+				// The workers make the attempt, under the endpoint's cap.
+				errs = append(errs, d.requeue(ctx, p, h.URL))
+				rep.Sent++
 			default:
 				jobs = append(jobs, job{record: -1, p: p, hook: h, isRetry: true})
 			}
@@ -492,12 +508,19 @@ func (d *Dispatcher) Probe(ctx context.Context, worldID, target string) (bool, t
 	return true, r.Latency, nil
 }
 
-// Build is the Dispatcher of the dispatcher and retry functions over env:
+// Build is the Dispatcher of the dispatcher, deliverer and retry functions
+// over env, with the delivery queue (the harness's, or SQS from its URL):
 // the network key signs v1a (none: v1 only), attempts go through env's
 // egress policy with a 5 s timeout each, and receivers' answers become
 // their agents' actions through the world service, with the checks, event
 // and rate limit of POST /actions.
-func Build(env function.Env) (*Dispatcher, error) {
+func Build(env function.Env) (*Dispatcher, error) { return build(env, true) }
+
+// BuildDeadLetters is Build without the delivery queue, for the function
+// that keeps the dead-letter queue's jobs (DeadLetterJobs sends nothing).
+func BuildDeadLetters(env function.Env) (*Dispatcher, error) { return build(env, false) }
+
+func build(env function.Env, withQueue bool) (*Dispatcher, error) {
 	st, err := env.NeedStore(env.Name)
 	if err != nil {
 		return nil, err
@@ -514,7 +537,19 @@ func Build(env function.Env) (*Dispatcher, error) {
 	}
 	eg := env.Egress
 	eg.Timeout = delivery.AttemptTimeout
+	var q queue.Queue
+	switch {
+	case !withQueue:
+	case env.Queues != nil:
+		q, err = env.Queues(routes.DeliveryQueue)
+	default:
+		q, err = sqsqueue.FromEnv(env.Env, routes.DeliveryQueue)
+	}
+	if err != nil {
+		return nil, err
+	}
 	return NewDispatcher(Config{
+		Queue:      q,
 		Store:      st,
 		Client:     egress.NewClient(eg),
 		NetworkKey: env.NetworkKey,

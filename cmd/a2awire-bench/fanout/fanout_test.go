@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/cmd/a2awire-bench/fanout"
+	"github.com/a2awire/a2awire/functions/webhook-deliver/deliverer"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
@@ -16,22 +18,28 @@ import (
 )
 
 // TestFanOutThroughFeed: 100 receivers on 127.0.0.1 in one world each get
-// every one of 3 events, delivered by the dispatcher's Lambda entry from
-// the memory engine's feed; the figures are logged, not asserted.
+// every one of 3 events, enqueued by the dispatcher's Lambda entry from
+// the memory engine's feed and delivered by the deliverer's from the
+// delivery queue; the figures are logged, not asserted.
 func TestFanOutThroughFeed(t *testing.T) {
 	st := memory.New()
 	defer st.Close()
-	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true})})
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true}),
+		Queue: harness.NewQueues(nil)[routes.DeliveryQueue]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := routes.Config(dispatcher.Function)
 	s := &cloud.Stream{Entry: cloud.NewEntry(dispatcher.Function, dispatcher.New(d), time.Duration(cfg.TimeoutSeconds)*time.Second),
 		Feed: st, Trigger: cfg.Triggers[0], Log: logging.Discard()}
+	wcfg := routes.Config(deliverer.Function)
+	m := &cloud.QueueMapping{Entry: cloud.NewEntry(deliverer.Function, deliverer.New(d), time.Duration(wcfg.TimeoutSeconds)*time.Second),
+		Queue: d.Queue(), Trigger: wcfg.Triggers[0], Log: logging.Discard()}
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
+	done, mdone := make(chan struct{}), make(chan struct{})
 	go func() { _ = s.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	go func() { _ = m.Run(ctx); close(mdone) }()
+	defer func() { cancel(); <-done; <-mdone }()
 
 	r, err := fanout.Run(ctx, fanout.Options{Store: st, Receivers: 100, Events: 3})
 	if err != nil {

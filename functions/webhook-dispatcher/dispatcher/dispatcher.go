@@ -1,9 +1,11 @@
 // Package dispatcher is the webhook-dispatcher function's handler: the
-// table stream's batches decoded into events and handed to
-// webhook.Dispatcher, which delivers each new event to the webhooks that may
-// see it; the handler reports in batchItemFailures only the records whose
-// deliveries could not be scheduled. The Lambda event types stay here: the
-// webhook domain takes decoded events.
+// table stream's batches (filtered to event INSERTs by the trigger)
+// decoded into events and handed to webhook.Dispatcher.Enqueue, which
+// puts one delivery per recipient webhook on the delivery queue and makes
+// no attempt, so a slow receiver never holds up the stream; the handler
+// reports in batchItemFailures only the records whose deliveries could not
+// be enqueued. The Lambda event types stay here: the webhook domain takes
+// decoded events.
 package dispatcher
 
 import (
@@ -23,8 +25,9 @@ const Function = "webhook-dispatcher"
 type Handler func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
 // New returns the stream handler over d. Every INSERT of an event item is
-// delivered; other records — the webhook's own items, stats, members — are
-// skipped, so deliveries never feed themselves. A record that is an event
+// enqueued; other records — the webhook's own items, stats, members,
+// which the trigger's filter already keeps away — are skipped, so
+// deliveries never feed themselves. A record that is an event
 // item but does not decode is logged and skipped: retrying cannot mend it.
 func New(d *webhook.Dispatcher) Handler {
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
@@ -47,9 +50,9 @@ func New(d *webhook.Dispatcher) Handler {
 			seqs = append(seqs, rec.Change.SequenceNumber)
 		}
 		var resp events.DynamoDBEventResponse
-		for i, err := range d.DispatchEach(ctx, evs) {
+		for i, err := range d.Enqueue(ctx, evs) {
 			if err != nil {
-				d.Log().ErrorContext(ctx, "webhook: record not scheduled", "seq", seqs[i], "err", err)
+				d.Log().ErrorContext(ctx, "webhook: record not enqueued", "seq", seqs[i], "err", err)
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seqs[i]})
 			}
 		}

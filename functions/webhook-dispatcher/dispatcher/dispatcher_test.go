@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2awire/a2awire/functions/webhook-deliver/deliverer"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
@@ -59,7 +61,8 @@ func (s submitter) ForwardAction(ctx context.Context, worldID, awnID, action str
 }
 
 // TestStreamDeliversWithinASecond drives the function's Lambda entry from
-// each engine's change feed — memory's and bolt's own, DynamoDB Local's
+// each engine's change feed, and the deliverer's from the delivery queue
+// it fills — memory's and bolt's own, DynamoDB Local's
 // real table stream — with the route table's trigger settings: an event
 // written to the table reaches a receiver on 127.0.0.1 within 1 s, signed
 // (v1 with its secret, v1a with the network key). A receiver that answers
@@ -83,15 +86,13 @@ func TestStreamDeliversWithinASecond(t *testing.T) {
 				Client:     egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true, Timeout: delivery.AttemptTimeout}),
 				NetworkKey: key,
 				Actions:    submitter{st: st, ids: ids},
+				Queue:      deliveryQueue(),
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			entry := cloud.NewEntry(dispatcher.Function, dispatcher.New(d), time.Duration(cfg.TimeoutSeconds)*time.Second)
-			stream := &cloud.Stream{Entry: entry, Feed: feed, Trigger: cfg.Triggers[0], Log: logging.Discard(),
-				Backoff: cloud.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}}
 			var wg sync.WaitGroup
-			wg.Go(func() { _ = stream.Run(ctx) })
+			runPipeline(ctx, &wg, d, feed)
 			defer wg.Wait()
 			defer cancel()
 
@@ -215,13 +216,15 @@ func TestStreamDeliversWithinASecond(t *testing.T) {
 
 // TestStreamSkipsNonEvents: the function's handler ignores every record
 // that is not the INSERT of an event item — webhook items, retry items,
-// stats updates, event removals — so its own writes never feed it.
+// stats updates, event removals — so its own writes never feed it; an
+// event's INSERT enqueues its delivery and attempts nothing.
 func TestStreamSkipsNonEvents(t *testing.T) {
 	st := stores.Memory().Open(t)
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1); w.WriteHeader(204) }))
 	defer srv.Close()
-	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true})})
+	q := deliveryQueue()
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true}), Queue: q})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,12 +252,12 @@ func TestStreamSkipsNonEvents(t *testing.T) {
 		rec(store.EventModify, evItem, evItem),
 		rec(store.EventRemove, evItem, nil),
 	}})
-	if err != nil || len(resp.BatchItemFailures) != 0 || hits.Load() != 0 {
-		t.Fatalf("resp %+v, err %v, %d deliveries", resp, err, hits.Load())
+	if err != nil || len(resp.BatchItemFailures) != 0 || q.Len() != 0 || hits.Load() != 0 {
+		t.Fatalf("resp %+v, err %v, %d enqueued, %d attempts", resp, err, q.Len(), hits.Load())
 	}
 	resp, err = dispatcher.New(d)(t.Context(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec(store.EventInsert, nil, evItem)}})
-	if err != nil || len(resp.BatchItemFailures) != 0 || hits.Load() != 1 {
-		t.Fatalf("event insert: resp %+v, err %v, %d deliveries", resp, err, hits.Load())
+	if err != nil || len(resp.BatchItemFailures) != 0 || q.Len() != 1 || hits.Load() != 0 {
+		t.Fatalf("event insert: resp %+v, err %v, %d enqueued, %d attempts (want one delivery enqueued, none attempted)", resp, err, q.Len(), hits.Load())
 	}
 }
 
@@ -270,7 +273,7 @@ func (failingQueries) Query(context.Context, store.Query) (store.Page, error) {
 // recipient is a Get, which still works).
 func TestStreamReportsUnschedulable(t *testing.T) {
 	st := stores.Memory().Open(t)
-	d, err := webhook.NewDispatcher(webhook.Config{Store: failingQueries{st}})
+	d, err := webhook.NewDispatcher(webhook.Config{Store: failingQueries{st}, Queue: deliveryQueue()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,4 +306,28 @@ func addMember(t *testing.T, st store.Store, worldID string, awnIDs ...string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// deliveryQueue is an in-process delivery queue with the route table's
+// settings.
+func deliveryQueue() *queue.Memory {
+	cfg, _ := routes.QueueConfig(routes.DeliveryQueue)
+	dead := queue.NewMemory(queue.Config{VisibilityTimeout: time.Minute})
+	return queue.NewMemory(queue.Config{VisibilityTimeout: time.Duration(cfg.VisibilityTimeoutSeconds) * time.Second, MaxReceiveCount: cfg.MaxReceiveCount},
+		queue.WithDeadLetter(dead))
+}
+
+// runPipeline drives the path an event takes in AWS, with the route
+// table's trigger settings: the dispatcher's entry from feed (its stream
+// trigger), the deliverer's from d's delivery queue (its queue trigger).
+func runPipeline(ctx context.Context, wg *sync.WaitGroup, d *webhook.Dispatcher, feed store.Feed) {
+	cfg := routes.Config(dispatcher.Function)
+	stream := &cloud.Stream{Entry: cloud.NewEntry(dispatcher.Function, dispatcher.New(d), time.Duration(cfg.TimeoutSeconds)*time.Second),
+		Feed: feed, Trigger: cfg.Triggers[0], Log: logging.Discard(),
+		Backoff: cloud.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}}
+	wcfg := routes.Config(deliverer.Function)
+	mapping := &cloud.QueueMapping{Entry: cloud.NewEntry(deliverer.Function, deliverer.New(d), time.Duration(wcfg.TimeoutSeconds)*time.Second),
+		Queue: d.Queue(), Trigger: wcfg.Triggers[0], Log: logging.Discard()}
+	wg.Go(func() { _ = stream.Run(ctx) })
+	wg.Go(func() { _ = mapping.Run(ctx) })
 }
