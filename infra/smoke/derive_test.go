@@ -16,6 +16,8 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/world"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -192,6 +194,28 @@ func triggerInvocation(tr routes.Trigger) (invocation, error) {
 		ev := events.EventBridgeEvent{Version: "0", ID: "smoke", DetailType: "Scheduled Event", Source: "aws.events",
 			Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Region: "us-east-1", Detail: json.RawMessage(`{}`)}
 		return invocation{what: "scheduled event (" + tr.Schedule + ")", event: func(*testing.T) any { return ev }, checkRaw: noError}, nil
+	case routes.QueueTrigger:
+		// One delivery job for a webhook that does not exist: the worker
+		// (or the dead-letter consumer) reads the table, finds no webhook
+		// and settles the message; none may be reported failed.
+		job, err := json.Marshal(webhook.Job{
+			Event: world.Event{ID: "01JSMOKE0000000000000000000", Type: "message", World: "lobby", Data: json.RawMessage(`{}`),
+				Visibility: world.Private, Recipient: "awn_smoke", CreatedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+			Recipient: "awn_smoke", Hook: "1", URL: "https://example.invalid/hook",
+		})
+		if err != nil {
+			return invocation{}, err
+		}
+		ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "smoke-1", ReceiptHandle: "smoke-1", Body: string(job),
+			EventSource: "aws:sqs", AWSRegion: "us-east-1", Attributes: map[string]string{"ApproximateReceiveCount": "1"}}}}
+		return invocation{what: "queue batch (" + tr.Queue + ")", event: func(*testing.T) any { return ev }, checkRaw: func(t *testing.T, raw []byte) {
+			t.Helper()
+			noError(t, raw)
+			var resp events.SQSEventResponse
+			if err := json.Unmarshal(raw, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Errorf("queue batch: response %s (%v), want no batch item failures", raw, err)
+			}
+		}}, nil
 	}
 	return invocation{}, fmt.Errorf("trigger kind %q has no sample event in the emulator smoke test: add one to triggerInvocation in infra/smoke/derive_test.go", tr.Kind)
 }
