@@ -259,4 +259,3 @@ func (s *Service) setRegistryPresence(ctx context.Context, world, awnID string, 
 	return &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
 		Message: "the membership is changing concurrently; retry"}
 }
-
