@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
 )
 
@@ -18,14 +20,16 @@ import (
 // # Items
 //
 //	item          pk             sk               type
-//	joined index  AWN#<awnId>    JOINED#<world>   agentworld  (world, joinedAt)
-//	owned index   AWN#<awnId>    OWNS#<world>     agentworld  (world, createdAt)
+//	joined index  AWN#<awnId>    JOINED#<world>   agentworld  (world, publicKey, joinedAt)
+//	owned index   AWN#<awnId>    OWNS#<world>     agentworld  (world, publicKey, createdAt)
 //
 // The joined item is written in the join's transaction and deleted in the
 // transaction of the leave, kick or ban that ends the membership, so it
 // exists exactly while the member item does. The owned item is written
 // with the manifest when the world is created (worlds created before it
-// existed have none). A page of the view is 1 Query of the agent's
+// existed have none). Both carry the agent's public key, so the view's
+// signature verifies for an agent that never registered (AgentKey). A
+// page of the view is 1 Query of the agent's
 // partition, then per joined world 2 GetItems (member, webhook) and per
 // owned world 1 GetItem (manifest), run concurrently; an index item whose
 // world or membership is gone (a world being deleted) is left out.
@@ -52,20 +56,45 @@ func ownedIndexKey(world, awnID string) store.Key {
 	return store.Key{PK: AgentPK(awnID), SK: ownsPrefix + world}
 }
 
-func joinedIndexPut(world, awnID string, at time.Time) store.Action {
-	return store.Put(joinedIndexKey(world, awnID), store.Item{
-		AttrType:     store.S(TypeAgentWorld),
-		attrWorld:    store.S(world),
-		attrJoinedAt: store.N(at.UnixNano()),
+func joinedIndexPut(world string, pub ed25519.PublicKey, at time.Time) store.Action {
+	return store.Put(joinedIndexKey(world, auth.AWNID(pub)), store.Item{
+		AttrType:      store.S(TypeAgentWorld),
+		attrWorld:     store.S(world),
+		attrPublicKey: store.B(pub),
+		attrJoinedAt:  store.N(at.UnixNano()),
 	})
 }
 
-func ownedIndexPut(world, awnID string, at time.Time) store.Action {
-	return store.Put(ownedIndexKey(world, awnID), store.Item{
+func ownedIndexPut(world string, pub ed25519.PublicKey, at time.Time) store.Action {
+	return store.Put(ownedIndexKey(world, auth.AWNID(pub)), store.Item{
 		AttrType:      store.S(TypeAgentWorld),
 		attrWorld:     store.S(world),
+		attrPublicKey: store.B(pub),
 		attrCreatedAt: store.N(at.UnixNano()),
 	})
+}
+
+// AgentKey returns the public key of awnID if it has joined or owns a world
+// (its index items carry it) and its keyid is keyID: the key that signs a
+// request for its own view. None → an error of kind NotFound. Cost: 1
+// Query of at most 1 item.
+func (s *Service) AgentKey(ctx context.Context, awnID, keyID string) (ed25519.PublicKey, error) {
+	none := apierror.New(apierror.NotFound, "no world knows the key of %s", apierror.Quote(awnID))
+	if !ValidAWNID(awnID) {
+		return nil, none
+	}
+	page, err := s.store.Query(ctx, store.Query{PK: AgentPK(awnID), Limit: 1})
+	if err != nil {
+		return nil, apierror.FromStore("read the agent's key", err)
+	}
+	if len(page.Items) == 0 {
+		return nil, none
+	}
+	pub := ed25519.PublicKey(page.Items[0].Bytes(attrPublicKey))
+	if len(pub) != ed25519.PublicKeySize || auth.AWNID(pub) != awnID || auth.KeyID(pub) != keyID {
+		return nil, none
+	}
+	return pub, nil
 }
 
 // Roles of a world in the agent's view.

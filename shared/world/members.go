@@ -106,24 +106,38 @@ func (s *Service) readMember(ctx context.Context, world, awnID string) (Member, 
 	return m, nil
 }
 
+// SubjectPresence is a Subjects that also tells whether the registration
+// is offline (registry.Registry.Subject), with the same one lookup: a new
+// member whose registration is offline joins with the override set.
+type SubjectPresence interface {
+	Subject(ctx context.Context, key ed25519.PublicKey) (name string, offline bool, err error)
+}
+
 // subjectFor returns the registry name bound to pub, "" when none (or no
-// registry is configured).
-func (s *Service) subjectFor(ctx context.Context, pub ed25519.PublicKey) (string, error) {
+// registry is configured), and whether that registration is offline.
+func (s *Service) subjectFor(ctx context.Context, pub ed25519.PublicKey) (string, bool, error) {
 	if s.subjects == nil {
-		return "", nil
+		return "", false, nil
 	}
-	name, err := s.subjects.NameForKey(ctx, pub)
+	var name string
+	var offline bool
+	var err error
+	if sp, ok := s.subjects.(SubjectPresence); ok {
+		name, offline, err = sp.Subject(ctx, pub)
+	} else {
+		name, err = s.subjects.NameForKey(ctx, pub)
+	}
 	if err != nil {
 		var e *apierror.Error
 		if errors.As(err, &e) {
 			if e.Kind == apierror.NotFound {
-				return "", nil
+				return "", false, nil
 			}
-			return "", e
+			return "", false, e
 		}
-		return "", apierror.FromStore("look up subject", err)
+		return "", false, apierror.FromStore("look up subject", err)
 	}
-	return name, nil
+	return name, offline, nil
 }
 
 // joinedData is the payload of agent.joined.
@@ -172,7 +186,7 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	case !errors.Is(err, store.ErrNotFound):
 		return Member{}, false, apierror.FromStore("read member", err)
 	}
-	subject, err := s.subjectFor(ctx, pub)
+	subject, offline, err := s.subjectFor(ctx, pub)
 	if err != nil {
 		return Member{}, false, err
 	}
@@ -210,6 +224,10 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if subject != "" {
 		it[attrSubjectID] = store.S(subject)
 	}
+	if offline {
+		it[attrRegistryOffline] = store.Bool(true)
+		m.RegistryOffline = true
+	}
 	if md != nil {
 		it[attrMetadata] = store.S(string(md))
 	}
@@ -222,7 +240,7 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 			attrPublicKey: store.B(pub),
 		}).When(store.ItemAbsent()),
 		banCheck(world, awnID),
-		joinedIndexPut(world, awnID, now),
+		joinedIndexPut(world, pub, now),
 	)
 	if err == nil {
 		return m, true, nil

@@ -43,9 +43,10 @@ type MemberPage struct {
 // would pass o.MaxBytes, with a cursor; paging with the cursors returns
 // every member that stays joined throughout exactly once.
 //
-// Cost: 1 GetItem (the manifest) and 1 Query of at most limit+1 member
-// items, concurrently, then 1 Query of the webhook items in the page's
-// awnId range (members without a webhook cost nothing).
+// Cost: the first page 1 Query of the manifest and at most limit+1 member
+// items; a later page 1 GetItem (the manifest) and 1 Query of at most
+// limit+1 member items, concurrently; then, when the page has members, 1
+// Query of the webhook items in the page's awnId range.
 func (s *Service) MembersPage(ctx context.Context, world string, o PageOptions) (MemberPage, error) {
 	limit, lo, err := listArgs(o.Limit, o.Cursor, memberPrefix)
 	if err != nil {
@@ -56,19 +57,34 @@ func (s *Service) MembersPage(ctx context.Context, world string, o PageOptions) 
 	}
 	var page store.Page
 	var perr, merr error
-	var wg sync.WaitGroup
-	wg.Go(func() { _, merr = s.GetWorld(ctx, world) })
-	page, perr = s.store.Query(ctx, store.Query{PK: WorldPK(world), SK: store.SKBetween(lo, membersEnd), Limit: limit + 1})
-	wg.Wait()
-	if merr != nil {
-		return MemberPage{}, merr
+	if o.Cursor == "" {
+		// The first page's range starts at the manifest, which sorts
+		// right before the member items: the world's existence costs no
+		// call of its own.
+		page, perr = s.store.Query(ctx, store.Query{PK: WorldPK(world), SK: store.SKBetween(manifestSK, membersEnd), Limit: limit + 2})
+		if perr == nil && (len(page.Items) == 0 || page.Items[0].Str(AttrType) != TypeWorld) {
+			merr = worldNotFound(world)
+		}
+		if len(page.Items) > 0 {
+			page.Items = page.Items[1:]
+		}
+	} else {
+		var wg sync.WaitGroup
+		wg.Go(func() { _, merr = s.GetWorld(ctx, world) })
+		page, perr = s.store.Query(ctx, store.Query{PK: WorldPK(world), SK: store.SKBetween(lo, membersEnd), Limit: limit + 1})
+		wg.Wait()
 	}
 	if perr != nil {
 		return MemberPage{}, apierror.FromStore("list members", perr)
 	}
+	if merr != nil {
+		return MemberPage{}, merr
+	}
 	items := page.Items
-	more := len(items) > limit
-	if more {
+	// More follow when the Query found more than limit, or when the store
+	// cut the page (its 1 MB) before limit+1.
+	more := len(items) > limit || (page.Cursor != "" && len(items) > 0)
+	if len(items) > limit {
 		items = items[:limit]
 	}
 	rows := make([]MemberRow, 0, len(items))

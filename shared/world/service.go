@@ -305,7 +305,7 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 				it[attrCategory] = store.S(m.Category)
 			}
 			_, err := s.store.Write(ctx, store.Put(ManifestKey(m.ID), it).When(store.ItemAbsent()),
-				ownedIndexPut(m.ID, auth.AWNID(signer), now))
+				ownedIndexPut(m.ID, signer, now))
 			if errors.Is(err, store.ErrConditionFailed) {
 				continue
 			}

@@ -92,7 +92,7 @@ type handlerFunc func(http.ResponseWriter, *http.Request) error
 // routes in the table (bodyKey, on signed routes, reads the signing key
 // from the body). Member routes verify against o.Members, signed ones
 // against their body key (and paramKeys when the body carries none).
-func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error)) (http.Handler, error) {
+func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error), more ...func(*access.Route)) (http.Handler, error) {
 	fn := o.Function
 	if fn == "" {
 		return nil, errors.New("worldhttp: Options.Function names no function")
@@ -113,7 +113,7 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 		}
 		own = append(own, rt)
 		key := rt.Key()
-		rs[key] = access.Route{BodyKey: bodyKey, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := access.Route{BodyKey: bodyKey, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := f(w, r); err != nil {
 				if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
 					log.ErrorContext(r.Context(), "world request failed", "function", fn, "route", key, "err", err)
@@ -121,6 +121,10 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 				httperr.WriteWorld(w, err)
 			}
 		})}
+		for _, m := range more {
+			m(&route)
+		}
+		rs[key] = route
 	}
 	if len(own) == 0 {
 		return nil, fmt.Errorf("worldhttp: function %s serves no route of the table", fn)

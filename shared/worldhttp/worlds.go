@@ -150,20 +150,33 @@ type joinBody struct {
 	Metadata  json.RawMessage `json:"metadata"`
 }
 
-// joinOut is a membership as join answers it.
+// joinOut is a membership as join answers it, with the world's current
+// players (the first page of the agents list).
 type joinOut struct {
-	AWNID    string `json:"awnId"`
-	Slot     int64  `json:"slot"`
-	JoinedAt string `json:"joinedAt"`
+	AWNID    string    `json:"awnId"`
+	Slot     int64     `json:"slot"`
+	JoinedAt string    `json:"joinedAt"`
+	Players  agentsOut `json:"players"`
+}
+
+// WorldLimiter admits one request of op in world whoever makes it
+// (ratelimit.Limiter.AllowWorld): the join limit, which a flood of fresh
+// keys cannot evade.
+type WorldLimiter interface {
+	AllowWorld(ctx context.Context, world string, op RateOp) error
 }
 
 // NewJoin serves POST /v0/worlds/{world}/join, signed by the key in the
 // body: 201 for a new membership, 200 with the same slot when already
-// joined.
-func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
-	if joiner == nil {
+// joined; players is the first page of the agents list ({agents, count,
+// cursor}, within what Lambda can return). A new membership counts toward
+// the world's join limit (o.Limiter, when it limits per world: 429
+// RATE_LIMITED beyond it); a rejoin answers without counting.
+func NewJoin(o Options, joiner Joiner, players MemberLister) (http.Handler, error) {
+	if joiner == nil || players == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
+	limiter, _ := o.Limiter.(WorldLimiter)
 	joinKey := func(body []byte) (ed25519.PublicKey, error) {
 		pub, err := bodyKey(body)
 		if errors.Is(err, access.ErrNoBodyKey) {
@@ -188,10 +201,23 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 		default:
 			return apierror.New(apierror.Invalid, "metadata must be a JSON object")
 		}
-		m, isNew, err := joiner.Join(r.Context(), access.Param(r, "world"), id.PublicKey, meta)
+		worldID := access.Param(r, "world")
+		if limiter != nil {
+			if err := limiter.AllowWorld(r.Context(), worldID, OpJoin); err != nil {
+				return fmt.Errorf("worldhttp: join limit: %w", err)
+			}
+		}
+		m, isNew, err := joiner.Join(r.Context(), worldID, id.PublicKey, meta)
 		if err != nil {
 			return fmt.Errorf("worldhttp: join: %w", err)
 		}
-		return reply(w, created(isNew), joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)})
+		out := joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)}
+		// The join's own fields, at their widest, come out of the page's
+		// budget.
+		own, _ := json.Marshal(joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: out.JoinedAt})
+		if out.Players, err = agentsPage(r.Context(), players, w.Header(), worldID, DefaultLimit, "", 2*len(own)); err != nil {
+			return err
+		}
+		return reply(w, created(isNew), out)
 	}, joinKey)
 }
