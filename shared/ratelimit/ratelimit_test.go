@@ -19,8 +19,8 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
-	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/store/storetest/stores"
 )
 

@@ -33,10 +33,10 @@ type fake struct {
 	ReachableFn    func(ctx context.Context, w, target string) (bool, error)
 	PublicEventsFn func(ctx context.Context, w, after string, limit int) (world.EventPage, error)
 	// Now is the clock of the agents list's presence.
-	Now func() time.Time
-	SendFn         func(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Message, error)
-	ReadFn         func(ctx context.Context, w, awnID string, o worldhttp.ReadOptions) ([]worldhttp.Message, error)
-	AllowFn        func(ctx context.Context, w, awnID string, op worldhttp.RateOp) error
+	Now     func() time.Time
+	SendFn  func(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Message, error)
+	ReadFn  func(ctx context.Context, w, awnID string, o worldhttp.ReadOptions) ([]worldhttp.Message, error)
+	AllowFn func(ctx context.Context, w, awnID string, op worldhttp.RateOp) error
 }
 
 func (f *fake) count(name string) {

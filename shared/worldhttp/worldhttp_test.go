@@ -619,13 +619,13 @@ func TestStartupChecks(t *testing.T) {
 	noLimiter, noMembers := o, o
 	noLimiter.Limiter, noMembers.Members = nil, nil
 	for name, err := range map[string]error{
-		"agents without limiter":  second(worldhttp.NewAgents(fn(noLimiter, "world-agents"), f)),
-		"agents without service":  second(worldhttp.NewAgents(fn(o, "world-agents"), nil)),
-		"send without members":    second(worldhttp.NewSend(fn(noMembers, "world-send"), f)),
-		"events without members":  second(worldhttp.NewEvents(fn(noMembers, "world-events"), f)),
-		"put without service":     second(worldhttp.NewPut(fn(o, "world-put"), nil)),
-		"join without verifier":   second(worldhttp.NewJoin(worldhttp.Options{Function: "world-join", Table: testTable}, f, f)),
-		"join without players":    second(worldhttp.NewJoin(fn(o, "world-join"), f, nil)),
+		"agents without limiter": second(worldhttp.NewAgents(fn(noLimiter, "world-agents"), f)),
+		"agents without service": second(worldhttp.NewAgents(fn(o, "world-agents"), nil)),
+		"send without members":   second(worldhttp.NewSend(fn(noMembers, "world-send"), f)),
+		"events without members": second(worldhttp.NewEvents(fn(noMembers, "world-events"), f)),
+		"put without service":    second(worldhttp.NewPut(fn(o, "world-put"), nil)),
+		"join without verifier":  second(worldhttp.NewJoin(worldhttp.Options{Function: "world-join", Table: testTable}, f, f)),
+		"join without players":   second(worldhttp.NewJoin(fn(o, "world-join"), f, nil)),
 	} {
 		if err == nil {
 			t.Errorf("%s: started", name)
