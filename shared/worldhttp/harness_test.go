@@ -41,7 +41,7 @@ var (
 
 // agent is a client of the harness signing every request with its key.
 type agent struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	key  ed25519.PrivateKey
 	c    *http.Client
