@@ -347,3 +347,68 @@ func BenchmarkAgentsList10k(b *testing.B) {
 		b.Fatalf("members %d, %v; want %d after a kick and a ban", m.Members, err, n-2)
 	}
 }
+
+// TestRegistryPresenceReachesWorlds: an agent registered and joined polls
+// (online); its registration set offline overrides that in the world's
+// agents list and in ping, with presence.changed announced; online lifts
+// it; unregistering is the owner's alone (403 for another key).
+func TestRegistryPresenceReachesWorlds(t *testing.T) {
+	base, _ := governHarness(t, nil)
+	a, b := newAgent(t, base, 70), newAgent(t, base, 71)
+	a.call("PUT", "/v0/worlds/town", fmt.Sprintf(`{"publicKey":%q}`, b64(a.key)), 201)
+	for _, m := range []*agent{a, b} {
+		m.call("POST", "/v0/worlds/town/join", fmt.Sprintf(`{"publicKey":%q}`, b64(m.key)), 201)
+	}
+	reg := fmt.Sprintf(`{"name":"town-a","endpoint":"https://a.example/invoke","capabilities":["chat"],"public_key":%q}`, b64(a.key))
+	if status, _, body := a.rawCall("POST", "/api/v1/agents", reg); status != 201 {
+		t.Fatalf("register: %d %s", status, body)
+	}
+	a.call("GET", "/v0/worlds/town/events", "", 200) // a polls: online
+	presenceOf := func() string {
+		list := b.call("GET", "/v0/worlds/town/agents", "", 200)
+		for _, x := range list["agents"].([]any) {
+			if m := x.(map[string]any); m["awnId"] == a.awnID() {
+				return m["presence"].(string)
+			}
+		}
+		return "absent"
+	}
+	if p := presenceOf(); p != "online" {
+		t.Fatalf("after polling: %s", p)
+	}
+	if status, _, body := a.rawCall("PUT", "/api/v1/agents/town-a/presence", `{"status":"offline"}`); status != 200 {
+		t.Fatalf("offline: %d %s", status, body)
+	}
+	if p := presenceOf(); p != "offline" {
+		t.Fatalf("registered offline, just polled: %s", p)
+	}
+	if pg := b.call("POST", "/v0/worlds/town/ping", fmt.Sprintf(`{"target":%q}`, a.awnID()), 200); pg["reachable"] != false {
+		t.Fatalf("ping of an agent registered offline: %v", pg)
+	}
+	if status, _, body := a.rawCall("PUT", "/api/v1/agents/town-a/presence", `{"status":"online"}`); status != 200 {
+		t.Fatalf("online: %d %s", status, body)
+	}
+	if p := presenceOf(); p != "online" {
+		t.Fatalf("registered online again: %s", p)
+	}
+	evs := b.call("GET", "/v0/worlds/town/events?limit=100", "", 200)
+	var changes []string
+	for _, x := range evs["events"].([]any) {
+		e := x.(map[string]any)
+		if d := e["data"].(map[string]any); e["type"] == world.PresenceChanged && d["awnId"] == a.awnID() {
+			changes = append(changes, d["presence"].(string))
+		}
+	}
+	if fmt.Sprint(changes) != "[online offline online]" {
+		t.Fatalf("a's presence.changed: %v, want [online offline online]", changes)
+	}
+	if status, _, _ := b.rawCall("DELETE", "/api/v1/agents/town-a", ""); status != 401 && status != 403 {
+		t.Fatalf("another key unregistering: %d", status)
+	}
+	if status, _, body := a.rawCall("DELETE", "/api/v1/agents/town-a", ""); status != 200 {
+		t.Fatalf("unregister: %d %s", status, body)
+	}
+	if status, _ := raw(t, "GET", base+"/api/v1/agents/town-a"); status != 404 {
+		t.Fatalf("profile after unregister: %d", status)
+	}
+}
