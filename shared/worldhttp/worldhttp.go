@@ -78,6 +78,13 @@ type Options struct {
 	Table []routes.Route
 }
 
+func (o Options) logger() *slog.Logger {
+	if o.Log != nil {
+		return o.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
 func (o Options) now() time.Time {
 	if o.Now != nil {
 		return o.Now()

@@ -159,6 +159,14 @@ type joinOut struct {
 	Players  agentsOut `json:"players"`
 }
 
+// joinNoPlayers is joinOut when the players could not be read.
+type joinNoPlayers struct {
+	AWNID    string  `json:"awnId"`
+	Slot     int64   `json:"slot"`
+	JoinedAt string  `json:"joinedAt"`
+	Players  *string `json:"players"`
+}
+
 // WorldLimiter admits one request of op in world whoever makes it
 // (ratelimit.Limiter.AllowWorld): the join limit, which a flood of fresh
 // keys cannot evade.
@@ -169,7 +177,8 @@ type WorldLimiter interface {
 // NewJoin serves POST /v0/worlds/{world}/join, signed by the key in the
 // body: 201 for a new membership, 200 with the same slot when already
 // joined; players is the first page of the agents list ({agents, count,
-// cursor}, within what Lambda can return). A new membership counts toward
+// cursor}, within what Lambda can return), or null when it could not be
+// read after the membership was written. A new membership counts toward
 // the world's join limit (o.Limiter, when it limits per world: 429
 // RATE_LIMITED beyond it); a rejoin answers without counting.
 func NewJoin(o Options, joiner Joiner, players MemberLister) (http.Handler, error) {
@@ -213,11 +222,16 @@ func NewJoin(o Options, joiner Joiner, players MemberLister) (http.Handler, erro
 		}
 		out := joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)}
 		// The join's own fields, at their widest, come out of the page's
-		// budget.
-		own, _ := json.Marshal(joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: out.JoinedAt})
-		if out.Players, err = agentsPage(r.Context(), players, w.Header(), worldID, DefaultLimit, "", 2*len(own)); err != nil {
-			return err
+		// budget. The membership is written: a page that cannot be read
+		// now (a busy store) leaves players null rather than fail the
+		// join, whose retry would answer 200.
+		own, _ := json.Marshal(out)
+		page, err := agentsPage(r.Context(), players, w.Header(), worldID, DefaultLimit, "", 2*len(own))
+		if err != nil {
+			o.logger().WarnContext(r.Context(), "join: players not read", "world", worldID, "err", err)
+			return reply(w, created(isNew), joinNoPlayers{AWNID: out.AWNID, Slot: out.Slot, JoinedAt: out.JoinedAt})
 		}
+		out.Players = page
 		return reply(w, created(isNew), out)
 	}, joinKey)
 }
