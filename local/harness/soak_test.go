@@ -247,7 +247,7 @@ func TestHarnessEventLogSoak(t *testing.T) {
 					}
 					counter = &acts
 				}
-				for {
+				for retried := false; ; retried = true {
 					status, body, err := do()
 					if err == nil && ctx.Err() == nil {
 						switch status {
@@ -258,6 +258,11 @@ func TestHarnessEventLogSoak(t *testing.T) {
 							unknown.Add(1)
 							continue
 						}
+					}
+					// A join retried after an answer that came too late (its
+					// membership committed) finds the member: 200.
+					if err == nil && retried && counter == &joins && status == http.StatusOK {
+						status = http.StatusCreated
 					}
 					if err != nil || status != http.StatusCreated {
 						t.Errorf("request %d: %d %s %v", n, status, body, err)
