@@ -66,7 +66,8 @@ type Options struct {
 	// BaseURL is the deployment's public URL (BASE_URL) the world Agent
 	// Card names; NewCard requires it.
 	BaseURL string
-	// Now is the clock of presence; nil means time.Now.
+	// Now is the clock the handlers' domains run on (NewDeps passes it to
+	// them); nil means time.Now.
 	Now func() time.Time
 	// MaxBody bounds request bodies; zero means access.DefaultMaxBody.
 	MaxBody int64
@@ -83,13 +84,6 @@ func (o Options) logger() *slog.Logger {
 		return o.Log
 	}
 	return slog.New(slog.DiscardHandler)
-}
-
-func (o Options) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
-	}
-	return time.Now()
 }
 
 // handlerFunc is a route's handler that returns its error for rendering.
