@@ -88,7 +88,7 @@ func NewLeave(o Options, leaver Leaver) (http.Handler, error) {
 		if err != nil {
 			return err
 		}
-		if err := emptyBody(access.Body(r)); err != nil {
+		if err := emptyBody(r); err != nil {
 			return err
 		}
 		if err := leaver.Leave(r.Context(), world, awnID); err != nil {
@@ -210,7 +210,8 @@ type sendBody struct {
 }
 
 // NewSend serves POST /v0/worlds/{world}/messages (rate limit "send"):
-// {to, content (any JSON), contentType?} → 201 the stored message.
+// {to, content (any JSON), contentType?} → 201 the stored message. The
+// values are the Sender's to validate (inbox.Inbox.Send).
 func NewSend(o Options, sender Sender) (http.Handler, error) {
 	if sender == nil {
 		return nil, errors.New("worldhttp: no inbox")
@@ -220,15 +221,11 @@ func NewSend(o Options, sender Sender) (http.Handler, error) {
 	}
 	return serve(o, nil, limited(o, OpSend, func(w http.ResponseWriter, r *http.Request, world, awnID string) error {
 		var in sendBody
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
-		if in.To == "" {
-			return apierror.New(apierror.Invalid, "to is required (the recipient's awnId)")
-		}
-		if t := firstByte(in.Content); t == 0 || t == 'n' {
-			return apierror.New(apierror.Invalid, "content is required (any JSON value but null)")
-		}
+		// The inbox checks to, content and contentType: what they mean is
+		// the domain's to say, once.
 		m, err := sender.Send(r.Context(), world, awnID, in.To, in.Content, in.ContentType)
 		if err != nil {
 			return fmt.Errorf("worldhttp: send: %w", err)
@@ -315,7 +312,7 @@ func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 		var in struct {
 			Target string `json:"target"`
 		}
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		if in.Target == "" {
@@ -346,21 +343,15 @@ func NewAct(o Options, submitter ActionSubmitter) (http.Handler, error) {
 			Action string          `json:"action"`
 			Params json.RawMessage `json:"params"`
 		}
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		if in.Action == "" {
 			return apierror.New(apierror.Invalid, "action is required")
 		}
-		params := in.Params
-		switch firstByte(params) {
-		case 0, 'n':
-			params = nil
-		case '{':
-		default:
-			return apierror.New(apierror.Invalid, "params must be a JSON object")
-		}
-		id, err := submitter.SubmitAction(r.Context(), world, awnID, in.Action, params)
+		// The world checks params (a JSON object or null, its size, its
+		// numbers): once, in the domain.
+		id, err := submitter.SubmitAction(r.Context(), world, awnID, in.Action, in.Params)
 		if err != nil {
 			return fmt.Errorf("worldhttp: submit action: %w", err)
 		}

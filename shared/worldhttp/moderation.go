@@ -1,6 +1,7 @@
 package worldhttp
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -116,7 +117,7 @@ func NewKick(o Options, worlds WorldReader, mod Moderator) (http.Handler, error)
 		if err != nil {
 			return err
 		}
-		if err := emptyBody(access.Body(r)); err != nil {
+		if err := emptyBody(r); err != nil {
 			return err
 		}
 		m, err := mod.Kick(r.Context(), access.Param(r, "world"), id)
@@ -142,8 +143,8 @@ func NewBan(o Options, worlds WorldReader, mod Moderator) (http.Handler, error) 
 		var in struct {
 			Reason string `json:"reason"`
 		}
-		if len(access.Body(r)) > 0 {
-			if err := decode(access.Body(r), &in); err != nil {
+		if len(bytes.TrimSpace(access.Body(r))) > 0 {
+			if err := access.Decode(r, &in); err != nil {
 				return err
 			}
 		}

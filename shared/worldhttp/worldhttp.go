@@ -35,6 +35,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/strictjson"
 )
 
 // MemberKeys is the key lookup of member routes: the public key and awnId
@@ -93,7 +94,7 @@ type handlerFunc func(http.ResponseWriter, *http.Request) error
 // routes in the table (bodyKey, on signed routes, reads the signing key
 // from the body). Member routes verify against o.Members, signed ones
 // against their body key (and paramKeys when the body carries none).
-func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error), more ...func(*access.Route)) (http.Handler, error) {
+func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func(*http.Request) (ed25519.PublicKey, error), more ...func(*access.Route)) (http.Handler, error) {
 	fn := o.Function
 	if fn == "" {
 		return nil, errors.New("worldhttp: Options.Function names no function")
@@ -148,7 +149,10 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 		ParamKeys: paramKeys,
 		Render:    httperr.WriteWorld,
 		MaxBody:   o.MaxBody,
-		Log:       log,
+		// A misspelt field is an error the client sees, never
+		// silently dropped.
+		UnknownFields: strictjson.RefuseUnknown,
+		Log:           log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worldhttp: %s: %w", fn, err)
@@ -214,12 +218,12 @@ func created(isNew bool) int {
 }
 
 // emptyBody accepts an empty body or an empty JSON object (leave).
-func emptyBody(body []byte) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+func emptyBody(r *http.Request) error {
+	if len(bytes.TrimSpace(access.Body(r))) == 0 {
 		return nil
 	}
 	var none struct{}
-	return decode(body, &none)
+	return access.Decode(r, &none)
 }
 
 // timestamp renders t for clients: RFC 3339 in UTC with the precision kept.
