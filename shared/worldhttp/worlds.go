@@ -179,9 +179,10 @@ type WorldLimiter interface {
 // body: 201 for a new membership, 200 with the same slot when already
 // joined; players is the first page of the agents list ({agents, count,
 // cursor}, within what Lambda can return), or null when it could not be
-// read after the membership was written. A new membership counts toward
+// read after the membership was written. Every join request counts toward
 // the world's join limit (o.Limiter, when it limits per world: 429
-// RATE_LIMITED beyond it); a rejoin answers without counting.
+// RATE_LIMITED beyond it), checked before the domain reads anything, so a
+// refused flood costs one conditional write a request.
 func NewJoin(o Options, joiner Joiner, players MemberLister) (http.Handler, error) {
 	if joiner == nil || players == nil {
 		return nil, errors.New("worldhttp: no world service")
