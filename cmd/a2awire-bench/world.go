@@ -20,7 +20,6 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
-	"github.com/a2awire/a2awire/shared/world"
 	"github.com/a2awire/a2awire/shared/worldhttp"
 )
 
@@ -120,12 +119,14 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 	box := inbox.New(st)
 	entries := map[string]lambdahttp.Handler{}
 	for name, build := range map[string]func() (http.Handler, error){
-		"put":      func() (http.Handler, error) { return worldhttp.NewPut(as(deps.Options, "world-put"), deps.World) },
-		"join":     func() (http.Handler, error) { return worldhttp.NewJoin(as(deps.Options, "world-join"), deps.World) },
+		"put": func() (http.Handler, error) { return worldhttp.NewPut(as(deps.Options, "world-put"), deps.World) },
+		"join": func() (http.Handler, error) {
+			return worldhttp.NewJoin(as(deps.Options, "world-join"), deps.World, deps.World)
+		},
 		"send":     func() (http.Handler, error) { return worldhttp.NewSend(as(deps.Options, "world-send"), box) },
 		"messages": func() (http.Handler, error) { return worldhttp.NewMessages(as(deps.Options, "world-messages"), box) },
 		"agents": func() (http.Handler, error) {
-			return worldhttp.NewAgents(as(deps.Options, "world-agents"), deps.World, world.Presence)
+			return worldhttp.NewAgents(as(deps.Options, "world-agents"), deps.World)
 		},
 		"events": func() (http.Handler, error) { return worldhttp.NewEvents(as(deps.Options, "world-events"), deps.World) },
 		"tight": func() (http.Handler, error) {

@@ -135,6 +135,7 @@ JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success
 		a.agentCommand(), a.invokeCommand(), a.conformCommand(),
 		a.worldCommand(), a.joinCommand(), a.leaveCommand(), a.agentsCommand(), a.sendCommand(),
 		a.messagesCommand(), a.pingCommand(), a.actCommand(), a.eventsCommand(), a.webhookCommand())
+	root.AddCommand(a.kickCommand(), a.banCommand(), a.unbanCommand(), a.bansCommand())
 	return root
 }
 

@@ -137,8 +137,10 @@ func TestRegistryEndToEnd(t *testing.T) {
 	}
 	r = awn(t, env, "--json", "agent", "status")
 	var st struct {
-		Agent profile     `json:"agent"`
-		Local *localAgent `json:"local"`
+		Agent  profile           `json:"agent"`
+		Local  *localAgent       `json:"local"`
+		AWNID  *string           `json:"awnId"`
+		Worlds []json.RawMessage `json:"worlds"`
 	}
 	decodeStrict(t, r.stdout, &st)
 	if r.code != 0 || st.Agent.Status != "offline" || st.Local == nil || st.Local.Status != "offline" {

@@ -442,10 +442,14 @@ func (a *app) agentCommand() *cobra.Command {
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "status [name]",
-		Short: "Show an agent's registry profile and the presence awn last set",
+		Short: "Show the agent's registration, presence and every world it joined or owns",
 		Long: `status prints the registry's profile of name (default: the agent last
-registered from this $AWN_HOME) and the local state awn keeps for it.
---json prints {"agent": <profile>, "local": <local state or null>}.`,
+registered from this $AWN_HOME) and the local state awn keeps for it, then,
+when the profile is this key's (or there is none: an agent that never
+registered), every world this key joined or owns, with its presence and
+webhook health in each.
+--json prints {"agent": <profile or null>, "local": <local state or null>,
+"awnId": <this key's, or null>, "worlds": [<world>…]}.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
 			name := ""
@@ -454,7 +458,7 @@ registered from this $AWN_HOME) and the local state awn keeps for it.
 			}
 			return a.agentStatus(cmd.Context(), name)
 		}),
-	}, a.presenceCommand("online"), a.presenceCommand("offline"), a.setHandlerCommand())
+	}, a.presenceCommand("online"), a.presenceCommand("offline"), a.setHandlerCommand(), a.unregisterCommand())
 	return cmd
 }
 
@@ -476,29 +480,70 @@ func (a *app) agentName(given, how string) (string, localState, error) {
 	return given, st, nil
 }
 
+// agentStatus shows the agent's registration (name, or the one last
+// registered from $AWN_HOME) and, for this key's own agent, every world it
+// joined or owns with its presence and webhook health there. An agent that
+// never registered shows its worlds alone.
 func (a *app) agentStatus(ctx context.Context, name string) error {
-	name, st, err := a.agentName(name, "name one: awn agent status <name>")
+	st, err := a.loadState()
 	if err != nil {
 		return err
 	}
-	r, err := a.registry()
-	if err != nil {
-		return err
+	if name == "" {
+		name = st.LastRegistered
 	}
-	p, raw, err := r.getProfile(ctx, name)
-	if err != nil {
-		return err
+	if name != "" && !isAgentName(name) {
+		return usageErrorf("%s is not an agent name: 2 to 63 lowercase letters, digits and '-'", protocol.Quote(name))
+	}
+	priv, keyErr := a.loadKey()
+	var p profile
+	var raw json.RawMessage
+	if name != "" {
+		r, err := a.registry()
+		if err != nil {
+			return err
+		}
+		if p, raw, err = r.getProfile(ctx, name); err != nil {
+			return err
+		}
+	} else if keyErr != nil {
+		return usageErrorf("no agent registered from this AWN_HOME; name one, or run 'awn init' to see this key's worlds")
+	}
+	// The worlds are this key's: shown when the profile is its own (or
+	// there is none).
+	var worlds []json.RawMessage
+	var awnID string
+	if keyErr == nil {
+		pub := priv.Public().(ed25519.PublicKey)
+		if raw == nil || p.AWNID == auth.AWNID(pub) {
+			awnID = auth.AWNID(pub)
+			if worlds, err = a.myWorlds(ctx, pub); err != nil {
+				return err
+			}
+		}
 	}
 	local, ok := st.Agents[name]
 	if a.json {
 		out := struct {
-			Agent json.RawMessage `json:"agent"`
-			Local *localAgent     `json:"local"`
-		}{Agent: raw}
-		if ok {
+			Agent  json.RawMessage   `json:"agent"`
+			Local  *localAgent       `json:"local"`
+			AWNID  *string           `json:"awnId"`
+			Worlds []json.RawMessage `json:"worlds"`
+		}{Agent: raw, Worlds: worlds}
+		if raw == nil {
+			out.Agent = json.RawMessage("null")
+		}
+		if ok && name != "" {
 			out.Local = &local
 		}
+		if awnID != "" {
+			out.AWNID = &awnID
+		}
 		return a.writeJSON(out)
+	}
+	if raw == nil {
+		fmt.Fprintf(a.stdout, "registered:     no (awn register)\nawn_id:         %s\n", awnID)
+		return a.printWorlds(worlds)
 	}
 	var row string
 	switch {
@@ -509,7 +554,13 @@ func (a *app) agentStatus(ctx context.Context, name string) error {
 	default:
 		row = fmt.Sprintf("%s since %s (set with %s)", local.Status, local.StatusAt.Format(time.RFC3339), local.URL)
 	}
-	return a.printProfile(p, [2]string{"local", escapeControls(row, false)})
+	if err := a.printProfile(p, [2]string{"local", escapeControls(row, false)}); err != nil {
+		return err
+	}
+	if awnID == "" {
+		return nil
+	}
+	return a.printWorlds(worlds)
 }
 
 func (a *app) presenceCommand(status string) *cobra.Command {

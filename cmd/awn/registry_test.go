@@ -424,8 +424,10 @@ func TestRegistryFlow(t *testing.T) {
 	}
 	r = awn(t, env, "--json", "agent", "status")
 	var st struct {
-		Agent profile     `json:"agent"`
-		Local *localAgent `json:"local"`
+		Agent  profile           `json:"agent"`
+		Local  *localAgent       `json:"local"`
+		AWNID  *string           `json:"awnId"`
+		Worlds []json.RawMessage `json:"worlds"`
 	}
 	decodeStrict(t, r.stdout, &st)
 	if r.code != 0 || st.Agent.Status != "offline" || st.Local == nil || st.Local.Status != "offline" || st.Local.URL != f.url {
@@ -504,7 +506,7 @@ func TestRegistryUsage(t *testing.T) {
 		{[]string{"discover", "--limit", "-1"}, "--limit must be positive"},
 		{[]string{"discover", "--capability", ""}, "--capability must name a capability"},
 		{[]string{"agent"}, "agent needs a subcommand"},
-		{[]string{"agent", "status"}, "no agent registered from this AWN_HOME; name one"},
+		{[]string{"agent", "status", "X"}, `"X" is not an agent name`},
 		{[]string{"agent", "online"}, "no agent registered from this AWN_HOME; pass --name"},
 		{[]string{"agent", "offline", "--name", "X"}, `"X" is not an agent name`},
 		{[]string{"whoami", "extra"}, "unknown command"},

@@ -299,13 +299,7 @@ func (a *app) agents(ctx context.Context, world string) error {
 	if err != nil {
 		return err
 	}
-	_, data, err := w.do(ctx, http.MethodGet, worldPath(world, "agents"), nil, nil)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.writeJSON(data)
-	}
+	// Every page of the list (100 members each), in the server's order.
 	var doc struct {
 		Agents []struct {
 			AWNID     string          `json:"awnId"`
@@ -316,7 +310,38 @@ func (a *app) agents(ctx context.Context, world string) error {
 			Metadata  json.RawMessage `json:"metadata"`
 		} `json:"agents"`
 	}
-	if err := decodeData("GET "+worldPath(world, "agents"), data, &doc); err != nil {
+	var all []json.RawMessage
+	cursor := ""
+	for {
+		q := url.Values{"limit": {"100"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		_, data, err := w.do(ctx, http.MethodGet, worldPath(world, "agents"), q, nil)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Agents []json.RawMessage `json:"agents"`
+			Cursor *string           `json:"cursor"`
+		}
+		if err := decodeData("GET "+worldPath(world, "agents"), data, &page); err != nil {
+			return err
+		}
+		all = append(all, page.Agents...)
+		if page.Cursor == nil || *page.Cursor == "" {
+			break
+		}
+		cursor = *page.Cursor
+	}
+	if all == nil {
+		all = []json.RawMessage{}
+	}
+	if a.json {
+		return a.writeJSON(map[string]any{"agents": all, "count": len(all)})
+	}
+	joined, _ := json.Marshal(map[string]any{"agents": all})
+	if err := decodeData("GET "+worldPath(world, "agents"), joined, &doc); err != nil {
 		return err
 	}
 	if len(doc.Agents) == 0 {

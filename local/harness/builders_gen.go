@@ -22,6 +22,7 @@ import (
 // builders returns the builder of every function of the route table, by name.
 func builders() map[string]function.Builder {
 	return map[string]function.Builder{
+		"agent-worlds":         worldhttp.BuildAgentWorlds,
 		"fixture-clean":        clean.Build,
 		"fixture-ledger":       ledger.Build,
 		"fixture-messy":        messy.Build,
@@ -35,15 +36,19 @@ func builders() map[string]function.Builder {
 		"webhook-retry":        retry.Build,
 		"world-act":            worldhttp.BuildAct,
 		"world-agents":         worldhttp.BuildAgents,
+		"world-ban":            worldhttp.BuildBan,
+		"world-bans":           worldhttp.BuildBans,
 		"world-card":           worldhttp.BuildCard,
 		"world-events":         worldhttp.BuildEvents,
 		"world-get":            worldhttp.BuildGet,
 		"world-join":           worldhttp.BuildJoin,
+		"world-kick":           worldhttp.BuildKick,
 		"world-leave":          worldhttp.BuildLeave,
 		"world-messages":       worldhttp.BuildMessages,
 		"world-ping":           worldhttp.BuildPing,
 		"world-put":            worldhttp.BuildPut,
 		"world-send":           worldhttp.BuildSend,
+		"world-unban":          worldhttp.BuildUnban,
 		"world-webhook-remove": webhookhttp.BuildRemove,
 		"world-webhook-replay": webhookhttp.BuildReplay,
 		"world-webhook-set":    webhookhttp.BuildSet,

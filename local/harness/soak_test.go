@@ -247,7 +247,7 @@ func TestHarnessEventLogSoak(t *testing.T) {
 					}
 					counter = &acts
 				}
-				for {
+				for retried := false; ; retried = true {
 					status, body, err := do()
 					if err == nil && ctx.Err() == nil {
 						switch status {
@@ -258,6 +258,11 @@ func TestHarnessEventLogSoak(t *testing.T) {
 							unknown.Add(1)
 							continue
 						}
+					}
+					// A join retried after an answer that came too late (its
+					// membership committed) finds the member: 200.
+					if err == nil && retried && counter == &joins && status == http.StatusOK {
+						status = http.StatusCreated
 					}
 					if err != nil || status != http.StatusCreated {
 						t.Errorf("request %d: %d %s %v", n, status, body, err)
@@ -360,8 +365,10 @@ func TestHarnessEventLogSoak(t *testing.T) {
 		}
 	}
 	// Every write answered 201 committed its one event: the shared
-	// partition holds the setup joins, the actions and the joins.
-	shared := int64(len(worldtest.VisibleIDs(t, st, "soak", "")) - len(followers) - len(members))
+	// partition holds the setup joins, the actions and the joins (and the
+	// presence.changed the followers' first polls announced).
+	shared := int64(len(worldtest.VisibleIDs(t, st, "soak", "")) - len(followers) - len(members) -
+		worldtest.CountShared(t, st, "soak", world.PresenceChanged))
 	if ok := acts.Load() + joins.Load(); shared < ok || shared > ok+unknown.Load() {
 		t.Errorf("shared partition: %d events from the run, want %d actions + %d joins (+ up to %d answered 500)", shared, acts.Load(), joins.Load(), unknown.Load())
 	}

@@ -112,6 +112,11 @@ type Route struct {
 	// Owns is required on owner routes: whether id owns the resource the
 	// path names. False renders 403 forbidden.
 	Owns func(ctx context.Context, params map[string]string, id Identity) (bool, error)
+	// Anonymous, on a member route, admits a request that carries no
+	// signature at all when it returns true for it (a world's public
+	// feed: GET …/events?visibility=public): the handler runs without an
+	// identity. A signed request is verified as always.
+	Anonymous func(r *http.Request) bool
 }
 
 // Config builds a Dispatcher.
@@ -253,8 +258,8 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 		}
 		return d.signed(cfg.Verifier, keys, nil, spec.Handler), nil
 	case routes.Owner:
-		if cfg.Keys == nil || spec.Owns == nil {
-			return nil, errors.New("owner route needs Config.Keys and an Owns check")
+		if (cfg.Keys == nil && cfg.ParamKeys == nil) || spec.Owns == nil {
+			return nil, errors.New("owner route needs Config.Keys or Config.ParamKeys, and an Owns check")
 		}
 		check := func(r *http.Request, id Identity) error {
 			ok, err := spec.Owns(r.Context(), Params(r), id)
@@ -266,7 +271,9 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 			}
 			return nil
 		}
-		return d.signed(cfg.Verifier, stored, check, spec.Handler), nil
+		// The path-aware lookup, when configured, finds the owner's key
+		// (and a member's, so that a member is told 403, not 401).
+		return d.signed(cfg.Verifier, pathStored, check, spec.Handler), nil
 	case routes.Member:
 		if cfg.ParamKeys == nil && (cfg.Keys == nil || cfg.Members == nil) {
 			return nil, errors.New("member route needs Config.ParamKeys, or Config.Keys and Config.Members")
@@ -274,7 +281,7 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 		if cfg.Members == nil {
 			// The path-aware lookup found the key within the world:
 			// membership is proven by the signature verifying.
-			return d.signed(cfg.Verifier, pathStored, nil, spec.Handler), nil
+			return anonymous(spec, d.signed(cfg.Verifier, pathStored, nil, spec.Handler)), nil
 		}
 		check := func(r *http.Request, id Identity) error {
 			ok, err := cfg.Members.IsMember(r.Context(), Params(r), id)
@@ -286,9 +293,26 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 			}
 			return nil
 		}
-		return d.signed(cfg.Verifier, pathStored, check, spec.Handler), nil
+		return anonymous(spec, d.signed(cfg.Verifier, pathStored, check, spec.Handler)), nil
 	}
 	return nil, fmt.Errorf("unknown auth kind %q", r.Auth)
+}
+
+// anonymous serves the requests spec.Anonymous admits, unsigned, straight
+// to the handler, and every other request through signed.
+func anonymous(spec Route, signed http.Handler) http.Handler {
+	if spec.Anonymous == nil {
+		return signed
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, hasSig := lambdahttp.RawHeader(r, "Signature")
+		_, hasInput := lambdahttp.RawHeader(r, "Signature-Input")
+		if !hasSig && !hasInput && spec.Anonymous(r) {
+			spec.Handler.ServeHTTP(w, r)
+			return
+		}
+		signed.ServeHTTP(w, r)
+	})
 }
 
 // signed verifies the request's signature with the key lookup keys gives,

@@ -73,6 +73,9 @@ type Error struct {
 	// Code overrides the kind's code on the registry surface (e.g.
 	// "name_taken" for a Conflict); empty means the kind's code.
 	Code string
+	// WorldCode overrides the kind's code on the world surface (e.g.
+	// "BANNED" for a Forbidden); empty means the kind's.
+	WorldCode string
 	// Message is shown to the client: it names what was wrong in words and
 	// quotes client values only as a short prefix (see Quote).
 	Message string

@@ -59,6 +59,9 @@ func Status(k apierror.Kind) int {
 
 // WorldCode is the UPPER_SNAKE code the world surface shows for e.
 func WorldCode(e *apierror.Error) string {
+	if e.WorldCode != "" {
+		return e.WorldCode
+	}
 	if c, ok := worldCodes[e.Kind]; ok {
 		return c
 	}

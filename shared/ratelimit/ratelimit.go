@@ -1,6 +1,7 @@
 // Package ratelimit holds the per-agent, per-minute request limits of the
 // world routes (send 30, read 60, agents 120, ping 30, actions 60 by
-// default). The counts live in the store, so a limit holds across every
+// default) and the per-world limit of joins (300 a minute: a flood of
+// fresh keys is a fresh agent each, so only the world can count it). The counts live in the store, so a limit holds across every
 // Lambda instance and process serving one table, and each check is one
 // conditional write with no read.
 //
@@ -8,6 +9,7 @@
 //
 //	item        pk                    sk                      type
 //	ratewindow  RATE#<world>#<awnId>  <op>#<unix minute>      ratewindow
+//	ratewindow  RATE#<world>          join#<unix minute>      ratewindow  (per world)
 //
 // Windows are fixed calendar minutes (Unix time / 60). A request adds 1 to
 // the window's n, conditioned on n being below the limit (or the item being
@@ -45,18 +47,22 @@ const (
 	Agents  Op = "agents"
 	Ping    Op = "ping"
 	Actions Op = "actions"
+	// Join is counted per world, not per agent (AllowWorld): a flood of
+	// fresh keys has a fresh agent each.
+	Join Op = "join"
 )
 
 // ops lists every operation, in the order of the environment variables.
-var ops = []Op{Send, Read, Agents, Ping, Actions}
+var ops = []Op{Send, Read, Agents, Ping, Actions, Join}
 
 // Limits is requests per minute by operation.
 type Limits map[Op]int
 
 // DefaultLimits returns the default limits: send 30, read 60, agents 120,
-// ping 30, actions 60 per minute.
+// ping 30, actions 60 per agent per minute, and join 300 per world per
+// minute.
 func DefaultLimits() Limits {
-	return Limits{Send: 30, Read: 60, Agents: 120, Ping: 30, Actions: 60}
+	return Limits{Send: 30, Read: 60, Agents: 120, Ping: 30, Actions: 60, Join: 300}
 }
 
 // EnvVar is the environment variable configuring op's limit
@@ -171,8 +177,29 @@ func (l *Limiter) Allow(ctx context.Context, world, awnID string, op Op) error {
 		return apierror.New(apierror.NotJoined, "you are not a member of this world; join it first")
 	}
 	now := l.now()
+	return l.count(ctx, WindowKey(world, awnID, op, now), op, limit, now)
+}
+
+// AllowWorld is Allow for an operation counted per world (Join), whoever
+// asks: one conditional UpdateItem of the world's window. A malformed
+// world is NotFound without a store call.
+func (l *Limiter) AllowWorld(ctx context.Context, world string, op Op) error {
+	limit, ok := l.limits[op]
+	if !ok {
+		return apierror.Wrap(apierror.Internal, fmt.Errorf("ratelimit: no limit for operation %q", op), "internal error; try again later")
+	}
+	if !worlds.ValidID(world) {
+		return apierror.New(apierror.NotFound, "no world is named %s", apierror.Quote(world))
+	}
+	now := l.now()
+	return l.count(ctx, store.Key{PK: "RATE#" + world, SK: string(op) + "#" + strconv.FormatInt(minute(now), 10)}, op, limit, now)
+}
+
+// count adds one request to the window at k (of the minute of now) unless
+// it is at limit.
+func (l *Limiter) count(ctx context.Context, k store.Key, op Op, limit int, now time.Time) error {
 	end := time.Unix((minute(now)+1)*60, 0)
-	_, err := l.store.Write(ctx, store.Update(WindowKey(world, awnID, op, now)).
+	_, err := l.store.Write(ctx, store.Update(k).
 		AddNum(attrN, 1).
 		SetAttr(attrType, store.S(TypeWindow)).
 		SetAttr(store.AttrExpiresAt, store.ExpiresAt(end.Add(keep))).

@@ -19,6 +19,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/store/storetest/stores"
 )
@@ -79,7 +80,7 @@ func allowed(t *testing.T, l *ratelimit.Limiter, awnID string, op ratelimit.Op, 
 }
 
 func TestDefaultLimits(t *testing.T) {
-	want := ratelimit.Limits{"send": 30, "read": 60, "agents": 120, "ping": 30, "actions": 60}
+	want := ratelimit.Limits{"send": 30, "read": 60, "agents": 120, "ping": 30, "actions": 60, "join": 300}
 	if got := ratelimit.DefaultLimits(); !maps.Equal(got, want) {
 		t.Fatalf("DefaultLimits() = %v, want %v", got, want)
 	}
@@ -93,9 +94,9 @@ func TestLimitsFromEnv(t *testing.T) {
 	}
 	got, err = ratelimit.LimitsFromEnv(env(map[string]string{
 		"RATE_LIMIT_SEND": "5", "RATE_LIMIT_READ": " 7 ", "RATE_LIMIT_AGENTS": "1",
-		"RATE_LIMIT_PING": "1000000", "RATE_LIMIT_ACTIONS": "",
+		"RATE_LIMIT_PING": "1000000", "RATE_LIMIT_ACTIONS": "", "RATE_LIMIT_JOIN": "9",
 	}))
-	want := ratelimit.Limits{"send": 5, "read": 7, "agents": 1, "ping": 1000000, "actions": 60}
+	want := ratelimit.Limits{"send": 5, "read": 7, "agents": 1, "ping": 1000000, "actions": 60, "join": 9}
 	if err != nil || !maps.Equal(got, want) {
 		t.Fatalf("LimitsFromEnv = %v, %v; want %v", got, err, want)
 	}
@@ -267,5 +268,34 @@ func TestCost(t *testing.T) {
 		if got := st.Take(); got != [3]int64{0, 0, 1} {
 			t.Fatalf("rate check %d made item API calls %v, want one write", i, got)
 		}
+	}
+}
+
+// TestAllowWorld: joins are counted per world whoever joins: the limit
+// holds across fresh keys, another world has its own count, and a malformed
+// world is refused without a store call.
+func TestAllowWorld(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	now := time.Date(2026, 12, 1, 7, 0, 10, 0, time.UTC)
+	l := ratelimit.New(st, ratelimit.Limits{ratelimit.Join: 3}, ratelimit.WithClock(func() time.Time { return now }))
+	for i := range 3 {
+		if err := l.AllowWorld(ctx, "lobby", ratelimit.Join); err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+	}
+	err := l.AllowWorld(ctx, "lobby", ratelimit.Join)
+	if e := apierror.From(err); e.Kind != apierror.RateLimited || e.RetryAfter != 50*time.Second {
+		t.Fatalf("the 4th join of the minute: %v, want RateLimited retrying in 50 s", err)
+	}
+	if err := l.AllowWorld(ctx, "other", ratelimit.Join); err != nil {
+		t.Fatalf("another world: %v", err)
+	}
+	if err := l.AllowWorld(ctx, "Bad World", ratelimit.Join); apierror.KindOf(err) != apierror.NotFound {
+		t.Fatalf("a malformed world: %v", err)
+	}
+	now = now.Add(time.Minute)
+	if err := l.AllowWorld(ctx, "lobby", ratelimit.Join); err != nil {
+		t.Fatalf("the next minute: %v", err)
 	}
 }

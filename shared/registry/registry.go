@@ -10,7 +10,7 @@
 //	item        pk               sk          gsi1pk                    gsi1sk   type
 //	profile     AGENT#<name>     PROFILE     AGENTS#<status>           <name>   agent
 //	capability  AGENT#<name>     CAP#<cap>   CAP#<cap>#<status>        <name>   agentcap
-//	key         KEY#<keyid>      KEY         —                         —        agentkey
+//	key         KEY#<keyid>      KEY         —                         —        agentkey  (+ status)
 //	skeleton    SKEL#<skeleton>  SKEL        —                         —        agentskel
 //
 // The profile and each capability item carry the whole profile (name,
@@ -569,7 +569,13 @@ func (r *Registry) SetPresence(ctx context.Context, name string, key ed25519.Pub
 		}
 		next := cur
 		next.Status, next.UpdatedAt = s, r.now().UTC()
-		_, err = r.store.Write(ctx, r.rewrite(next, rev+1, nil, store.Eq(attrRev, store.N(rev)))...)
+		acts := r.rewrite(next, rev+1, nil, store.Eq(attrRev, store.N(rev)))
+		if !r.isShared(key) {
+			// The key item carries the status too, so that a join reads
+			// the name and the presence override with one Get (Subject).
+			acts = append(acts, store.Update(KeyKey(cur.KeyID)).SetAttr(attrStatus, store.S(string(s))).When(store.Eq(attrName, store.S(name))))
+		}
+		_, err = r.store.Write(ctx, acts...)
 		if errors.Is(err, store.ErrConditionFailed) {
 			continue
 		}
@@ -580,6 +586,73 @@ func (r *Registry) SetPresence(ctx context.Context, name string, key ed25519.Pub
 	}
 	return Agent{}, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: RetryAfter,
 		Message: "the agent is being changed by concurrent requests; retry"}
+}
+
+func (r *Registry) isShared(key ed25519.PublicKey) bool {
+	return r.shared != nil && key.Equal(r.shared)
+}
+
+// Unregister removes name's registration; key must be the key that owns
+// it (Forbidden otherwise). Every item of the agent goes in one write —
+// profile, capabilities, key item and skeleton — so the name and the key
+// are free at once (the SharedKey's key item stays, naming its other
+// names). It returns the profile as it was. Cost: 1 Get and 1 Write of
+// 3 + capabilities Deletes.
+func (r *Registry) Unregister(ctx context.Context, name string, key ed25519.PublicKey) (Agent, error) {
+	if !nameShape.Match(name) {
+		return Agent{}, notFound(name)
+	}
+	for range maxAttempts {
+		cur, rev, err := r.read(ctx, name)
+		if err != nil {
+			return Agent{}, err
+		}
+		if len(key) != ed25519.PublicKeySize || !cur.PublicKey.Equal(key) {
+			return Agent{}, apierror.New(apierror.Forbidden, "only the key that registered %s may unregister it", apierror.Quote(name))
+		}
+		acts := []store.Action{store.Delete(ProfileKey(name)).When(store.Eq(attrRev, store.N(rev)))}
+		for _, c := range cur.Capabilities {
+			acts = append(acts, store.Delete(capKey(name, c)))
+		}
+		acts = append(acts, store.Delete(SkeletonKey(name)).When(store.Or(store.ItemAbsent(), store.Eq(attrKeyID, store.S(cur.KeyID)))))
+		if !r.isShared(key) {
+			acts = append(acts, store.Delete(KeyKey(cur.KeyID)))
+		}
+		_, err = r.store.Write(ctx, acts...)
+		if errors.Is(err, store.ErrConditionFailed) {
+			continue // changed meanwhile: read again
+		}
+		if err != nil {
+			return Agent{}, storeError("unregister agent", err)
+		}
+		return cur, nil
+	}
+	return Agent{}, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: RetryAfter,
+		Message: "the agent is being changed by concurrent requests; retry"}
+}
+
+// Subject returns the name key registers and whether its registration is
+// offline: 1 Get of the key item, which SetPresence keeps the status on.
+// None → NotFound, as NameForKey.
+func (r *Registry) Subject(ctx context.Context, key ed25519.PublicKey) (string, bool, error) {
+	if len(key) != ed25519.PublicKeySize {
+		return "", false, apierror.New(apierror.NotFound, "no agent is registered with this key")
+	}
+	keyID := auth.KeyID(key)
+	if !auth.ValidKeyID(keyID) {
+		return "", false, apierror.New(apierror.NotFound, "no agent is registered with this key")
+	}
+	it, err := r.store.Get(ctx, KeyKey(keyID))
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, apierror.New(apierror.NotFound, "no agent is registered with this key")
+	}
+	if err != nil {
+		return "", false, storeError("read key", err)
+	}
+	if !ed25519.PublicKey(it.Bytes(attrPublicKey)).Equal(key) {
+		return "", false, apierror.New(apierror.NotFound, "no agent is registered with this key")
+	}
+	return it.Str(attrName), it.Str(attrStatus) == string(Offline), nil
 }
 
 // LookupKey returns the registered public key whose keyid is keyID (the key

@@ -306,6 +306,7 @@ var table = []Route{
 	{Method: "GET", Path: "/api/v1/agents", Function: "registry", Auth: Public, Table: ReadOnly},
 	{Method: "GET", Path: "/api/v1/agents/{name}", Function: "registry", Auth: Public, Table: ReadOnly},
 	{Method: "PUT", Path: "/api/v1/agents/{name}/presence", Function: "registry", Auth: Owner, Table: ReadWrite},
+	{Method: "DELETE", Path: "/api/v1/agents/{name}", Function: "registry", Auth: Owner, Table: ReadWrite},
 	{Method: "GET", Path: "/api/v1/keys/{keyid}", Function: "registry", Auth: Public, Table: ReadOnly},
 	{Method: "GET", Path: "/.well-known/http-message-signatures-directory", Function: "registry", Auth: Public, Table: NoTable},
 	{Method: "GET", Path: "/.well-known/agent-card.json", Function: "registry", Auth: Public, Table: NoTable},
@@ -327,6 +328,14 @@ var table = []Route{
 	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent-card.json", Function: "world-card", Auth: Public, Table: ReadOnly},
 	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent.json", Function: "world-card", Auth: Public, Table: ReadOnly},
 
+	// Moderation by the world's owner (members get 403, others 401), and
+	// the agent's own view of its worlds, signed by that agent.
+	{Method: "POST", Path: "/v0/worlds/{world}/members/{awnId}/kick", Function: "world-kick", Auth: Owner, Table: ReadWrite},
+	{Method: "PUT", Path: "/v0/worlds/{world}/bans/{awnId}", Function: "world-ban", Auth: Owner, Table: ReadWrite},
+	{Method: "DELETE", Path: "/v0/worlds/{world}/bans/{awnId}", Function: "world-unban", Auth: Owner, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}/bans", Function: "world-bans", Auth: Owner, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/agents/{awnId}/worlds", Function: "agent-worlds", Auth: Signed, Table: ReadWrite},
+
 	// A member's webhook (package webhookhttp over package webhook). Every
 	// route writes: the signature's nonce guard.
 	{Method: "PUT", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-set", Auth: Member, Table: ReadWrite},
@@ -344,7 +353,7 @@ var functions = []Function{
 	// a second before the deadline).
 	{Name: "world-put", Builder: "shared/worldhttp.BuildPut", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-get", Builder: "shared/worldhttp.BuildGet", MemoryMB: 256, TimeoutSeconds: 10},
-	{Name: "world-join", Builder: "shared/worldhttp.BuildJoin", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-join", Builder: "shared/worldhttp.BuildJoin", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_JOIN": ""}},
 	{Name: "world-leave", Builder: "shared/worldhttp.BuildLeave", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-agents", Builder: "shared/worldhttp.BuildAgents", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_AGENTS": ""}},
 	{Name: "world-send", Builder: "shared/worldhttp.BuildSend", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_SEND": ""}},
@@ -353,6 +362,11 @@ var functions = []Function{
 	{Name: "world-act", Builder: "shared/worldhttp.BuildAct", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_ACTIONS": ""}},
 	{Name: "world-events", Builder: "shared/worldhttp.BuildEvents", MemoryMB: 256, TimeoutSeconds: 25},
 	{Name: "world-card", Builder: "shared/worldhttp.BuildCard", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": ""}},
+	{Name: "world-kick", Builder: "shared/worldhttp.BuildKick", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-ban", Builder: "shared/worldhttp.BuildBan", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-unban", Builder: "shared/worldhttp.BuildUnban", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-bans", Builder: "shared/worldhttp.BuildBans", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "agent-worlds", Builder: "shared/worldhttp.BuildAgentWorlds", MemoryMB: 256, TimeoutSeconds: 10},
 
 	{Name: "fixture-punctual", Builder: "functions/fixture-punctual/punctual.Build", MemoryMB: 128, TimeoutSeconds: 10},
 	{Name: "fixture-ledger", Builder: "functions/fixture-ledger/ledger.Build", MemoryMB: 256, TimeoutSeconds: 10},

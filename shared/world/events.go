@@ -213,19 +213,70 @@ func (s *Service) Events(ctx context.Context, world, awnID, after string, limit 
 	if err != nil {
 		return nil, err
 	}
-	return s.events(ctx, world, awnID, after, limit)
+	m, err := s.readMember(ctx, world, awnID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notJoined(world)
+	}
+	if err != nil {
+		return nil, apierror.FromStore("read member", err)
+	}
+	p, err := s.events(ctx, world, m, after, limit)
+	return p.Events, err
 }
 
-func (s *Service) events(ctx context.Context, world, awnID, after string, limit int) ([]Event, error) {
-	if !validMember(world, awnID) {
-		return nil, notJoined(world)
+// PublicEvents is the world's public feed, readable without joining: up
+// to limit public events after `after`, oldest first, in the order and
+// with the cursor rules of Events. Unknown world → NotFound. Cost: 1
+// GetItem (the manifest), 1 GetItem (the head), then 1 Query of the shared
+// partition.
+func (s *Service) PublicEvents(ctx context.Context, world, after string, limit int) (EventPage, error) {
+	limit, after, err := pollArgs(limit, after, s.now())
+	if err != nil {
+		return EventPage{}, err
+	}
+	if _, err := s.GetWorld(ctx, world); err != nil {
+		return EventPage{}, err
+	}
+	return s.events(ctx, world, Member{World: world}, after, limit)
+}
+
+// seesEvent reports whether reader may see e: a member sees public events
+// of any age, agents events from its join onward, and private events
+// addressed to it; the public feed (no AWNID) sees public events only.
+// "From its join onward" is measured on the event's createdAt against
+// joinedAt less MaxClockSkew: an event committed after the join by a
+// writer whose clock lags is still seen, at the price of seeing agents
+// events of up to that skew before the join.
+func seesEvent(reader Member, e Event) bool {
+	switch e.Visibility {
+	case Public:
+		return true
+	case Agents:
+		return reader.AWNID != "" && !e.CreatedAt.Before(reader.JoinedAt.Add(-MaxClockSkew))
+	}
+	return reader.AWNID != "" && e.Recipient == reader.AWNID
+}
+
+// EventPage is one answer of a poll: the events, and the cursor to poll
+// after next — the last event's id, or further when events the reader may
+// not see were passed over (never past an event it may see).
+type EventPage struct {
+	Events []Event
+	Cursor string
+}
+
+func (s *Service) events(ctx context.Context, world string, reader Member, after string, limit int) (EventPage, error) {
+	awnID := reader.AWNID
+	none := EventPage{Events: []Event{}, Cursor: after}
+	if !worldIDShape.Match(world) || (awnID != "" && !ValidAWNID(awnID)) {
+		return EventPage{}, notJoined(world)
 	}
 	head, err := s.log.Head(ctx, world)
 	if err != nil {
-		return nil, apierror.FromStore("read events", err)
+		return EventPage{}, apierror.FromStore("read events", err)
 	}
 	if after > head {
-		return nil, futureCursor(after)
+		return EventPage{}, futureCursor(after)
 	}
 	now := s.now()
 	lo := CursorFloor(now.Add(-EventTTL))
@@ -235,7 +286,7 @@ func (s *Service) events(ctx context.Context, world, awnID, after string, limit 
 		}
 	}
 	if after == head || lo > head {
-		return []Event{}, nil
+		return none, nil
 	}
 	// Every event with an id up to head has committed (commits are in id
 	// order), so both partitions are complete up to it. A page cut short
@@ -247,7 +298,11 @@ func (s *Service) events(ctx context.Context, world, awnID, after string, limit 
 	var pages [2]store.Page
 	var errs [2]error
 	var wg sync.WaitGroup
-	for i, pk := range []string{SharedEventsPK(world), PrivateEventsPK(world, awnID)} {
+	pks := []string{SharedEventsPK(world), PrivateEventsPK(world, awnID)}
+	if awnID == "" {
+		pks = pks[:1] // the public feed has no private partition
+	}
+	for i, pk := range pks {
 		wg.Go(func() {
 			pages[i], errs[i] = s.store.Query(ctx, store.Query{PK: pk, SK: store.SKBetween(lo, head), Limit: limit})
 		})
@@ -257,7 +312,7 @@ func (s *Service) events(ctx context.Context, world, awnID, after string, limit 
 	var evs [2][]Event
 	for i, page := range pages {
 		if errs[i] != nil {
-			return nil, apierror.FromStore("read events", errs[i])
+			return EventPage{}, apierror.FromStore("read events", errs[i])
 		}
 		if n := len(page.Items); page.Cursor != "" && n > 0 {
 			bound = min(bound, page.Items[n-1].Key().SK)
@@ -265,15 +320,21 @@ func (s *Service) events(ctx context.Context, world, awnID, after string, limit 
 		for _, it := range page.Items {
 			e, err := DecodeEvent(it)
 			if err != nil {
-				return nil, internal(err)
+				return EventPage{}, internal(err)
 			}
-			if now.Sub(e.CreatedAt) > EventTTL || !e.VisibleTo(awnID) {
+			if now.Sub(e.CreatedAt) > EventTTL || !seesEvent(reader, e) {
 				continue
 			}
 			evs[i] = append(evs[i], e)
 		}
 	}
-	return merge(evs[0], evs[1], bound, limit), nil
+	out := merge(evs[0], evs[1], bound, limit)
+	if len(out) == limit {
+		return EventPage{Events: out, Cursor: out[limit-1].ID}, nil
+	}
+	// Fewer than limit: everything up to bound was read and passed over
+	// or returned, so the next poll may start there.
+	return EventPage{Events: out, Cursor: bound}, nil
 }
 
 // merge returns the limit smallest events of a and b (both sorted by id)
@@ -305,12 +366,20 @@ func merge(a, b []Event, bound string, limit int) []Event {
 // the head has moved past the cursor, 2 Queries (at most 1 +
 // wait/PollInterval checks).
 func (s *Service) WaitEvents(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) ([]Event, error) {
+	p, err := s.Poll(ctx, world, awnID, after, limit, wait)
+	return p.Events, err
+}
+
+// Poll is WaitEvents answering the cursor to poll after next as well
+// (EventPage), which moves past events the member may not see (agents
+// events from before its join), so a reader is never stuck behind them.
+func (s *Service) Poll(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) (EventPage, error) {
 	if wait < 0 || wait > MaxWait {
-		return nil, invalid("wait must be between 0 and %d seconds, not %v", int(MaxWait/time.Second), wait)
+		return EventPage{}, invalid("wait must be between 0 and %d seconds, not %v", int(MaxWait/time.Second), wait)
 	}
 	limit, after, err := pollArgs(limit, after, s.now())
 	if err != nil {
-		return nil, err
+		return EventPage{}, err
 	}
 	end := s.wait.Now().Add(wait)
 	if dl, ok := ctx.Deadline(); ok {
@@ -318,21 +387,23 @@ func (s *Service) WaitEvents(ctx context.Context, world, awnID, after string, li
 			end = byDeadline
 		}
 	}
-	if err := s.MarkPolled(ctx, world, awnID); err != nil {
-		return nil, err
+	m, err := s.markPolled(ctx, world, awnID)
+	if err != nil {
+		return EventPage{}, err
 	}
 	for {
-		evs, err := s.events(ctx, world, awnID, after, limit)
-		if err != nil || len(evs) > 0 {
-			return evs, err
+		p, err := s.events(ctx, world, m, after, limit)
+		if err != nil || len(p.Events) > 0 {
+			return p, err
 		}
+		after = p.Cursor
 		left := end.Sub(s.wait.Now())
 		if left <= 0 {
-			return evs, nil
+			return p, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, apierror.FromStore("wait for events", fmt.Errorf("world %s: %w", world, ctx.Err()))
+			return EventPage{}, apierror.FromStore("wait for events", fmt.Errorf("world %s: %w", world, ctx.Err()))
 		case <-s.wait.After(min(left, PollInterval)):
 		}
 	}

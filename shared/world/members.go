@@ -22,14 +22,9 @@ const (
 	PresenceOffline = "offline"
 )
 
-// Presence is a member's presence at now: online when it polled events
-// within ReachableWithin, offline otherwise (or when it never polled).
-func Presence(m Member, now time.Time) string {
-	if polledWithin(m, now) {
-		return PresenceOnline
-	}
-	return PresenceOffline
-}
+// Presence is a member's presence at now by the presence rule when it has
+// no webhook (PresenceOf with none).
+func Presence(m Member, now time.Time) string { return PresenceOf(m, Hook{}, now) }
 
 func polledWithin(m Member, now time.Time) bool {
 	return !m.LastPollAt.IsZero() && now.Sub(m.LastPollAt) <= ReachableWithin
@@ -66,13 +61,21 @@ func decodeMember(world string, it store.Item) (Member, error) {
 		return Member{}, fmt.Errorf("world: member %s: %w", it.Key(), err)
 	}
 	m.JoinedAt = time.Unix(0, joined).UTC()
-	if _, ok := it[attrLastPollAt]; ok {
-		polled, err := it.Int(attrLastPollAt)
+	for _, t := range []struct {
+		attr string
+		to   *time.Time
+	}{{attrLastPollAt, &m.LastPollAt}, {attrStreamUntil, &m.StreamUntil}, {attrProbeOKAt, &m.ProbeOKAt}, {attrProbeFailAt, &m.ProbeFailAt}} {
+		if _, ok := it[t.attr]; !ok {
+			continue
+		}
+		ns, err := it.Int(t.attr)
 		if err != nil {
 			return Member{}, fmt.Errorf("world: member %s: %w", it.Key(), err)
 		}
-		m.LastPollAt = time.Unix(0, polled).UTC()
+		*t.to = time.Unix(0, ns).UTC()
 	}
+	m.RegistryOffline = it.BoolAttr(attrRegistryOffline)
+	m.Announced = it.Str(attrPresence)
 	return m, nil
 }
 
@@ -103,24 +106,38 @@ func (s *Service) readMember(ctx context.Context, world, awnID string) (Member, 
 	return m, nil
 }
 
+// SubjectPresence is a Subjects that also tells whether the registration
+// is offline (registry.Registry.Subject), with the same one lookup: a new
+// member whose registration is offline joins with the override set.
+type SubjectPresence interface {
+	Subject(ctx context.Context, key ed25519.PublicKey) (name string, offline bool, err error)
+}
+
 // subjectFor returns the registry name bound to pub, "" when none (or no
-// registry is configured).
-func (s *Service) subjectFor(ctx context.Context, pub ed25519.PublicKey) (string, error) {
+// registry is configured), and whether that registration is offline.
+func (s *Service) subjectFor(ctx context.Context, pub ed25519.PublicKey) (string, bool, error) {
 	if s.subjects == nil {
-		return "", nil
+		return "", false, nil
 	}
-	name, err := s.subjects.NameForKey(ctx, pub)
+	var name string
+	var offline bool
+	var err error
+	if sp, ok := s.subjects.(SubjectPresence); ok {
+		name, offline, err = sp.Subject(ctx, pub)
+	} else {
+		name, err = s.subjects.NameForKey(ctx, pub)
+	}
 	if err != nil {
 		var e *apierror.Error
 		if errors.As(err, &e) {
 			if e.Kind == apierror.NotFound {
-				return "", nil
+				return "", false, nil
 			}
-			return "", e
+			return "", false, e
 		}
-		return "", apierror.FromStore("look up subject", err)
+		return "", false, apierror.FromStore("look up subject", err)
 	}
-	return name, nil
+	return name, offline, nil
 }
 
 // joinedData is the payload of agent.joined.
@@ -169,7 +186,7 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	case !errors.Is(err, store.ErrNotFound):
 		return Member{}, false, apierror.FromStore("read member", err)
 	}
-	subject, err := s.subjectFor(ctx, pub)
+	subject, offline, err := s.subjectFor(ctx, pub)
 	if err != nil {
 		return Member{}, false, err
 	}
@@ -207,6 +224,10 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if subject != "" {
 		it[attrSubjectID] = store.S(subject)
 	}
+	if offline {
+		it[attrRegistryOffline] = store.Bool(true)
+		m.RegistryOffline = true
+	}
 	if md != nil {
 		it[attrMetadata] = store.S(string(md))
 	}
@@ -218,6 +239,8 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 			attrKeyID:     store.S(keyID),
 			attrPublicKey: store.B(pub),
 		}).When(store.ItemAbsent()),
+		banCheck(world, awnID),
+		joinedIndexPut(world, pub, now),
 	)
 	if err == nil {
 		return m, true, nil
@@ -237,6 +260,10 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if _, uerr := s.store.Write(context.WithoutCancel(ctx), store.Update(ManifestKey(world)).AddNum(attrMembers, -1).When(store.ItemExists())); uerr != nil {
 		return Member{}, false, apierror.FromStore("give back member count", errors.Join(err, uerr))
 	}
+	var cf *store.ConditionFailedError
+	if errors.As(err, &cf) && cf.Action == joinBanCheck {
+		return Member{}, false, banned(world) // a racing ban came first
+	}
 	if !errors.Is(err, store.ErrConditionFailed) {
 		return Member{}, false, apierror.FromStore("join world", err)
 	}
@@ -253,14 +280,18 @@ type leftData struct {
 	AWNID string `json:"awnId"`
 }
 
+// joinBanCheck is the index of banCheck among the actions of a join's
+// commit.
+const joinBanCheck = 2
+
 // Leave removes the membership and its member-key item, deletes the
-// member's webhook item (WebhookKey) and every message of its inbox (the
-// InboxPK partition), and emits a public agent.left. Not a member →
-// NotJoined.
+// member's webhook item (WebhookKey), its item in the agent's index of
+// worlds (the agent's view) and every message of its inbox (the InboxPK
+// partition), and emits a public agent.left. Not a member → NotJoined.
 //
 // Cost: 1 GetItem (the member, for its keyid), 1 TransactWriteItems
-// through the log (delete member, member key and webhook, put the event,
-// move the event head), 1 UpdateItem
+// through the log (delete member, member key, webhook and index item, put
+// the event, move the event head), 1 UpdateItem
 // (ADD members -1, outside the transaction so it never conflicts with
 // joins), then per page of up to 100 inbox messages 1 Query and 1 Write of
 // their Deletes (an empty inbox: 1 Query). Only the leave that wins the
@@ -275,23 +306,44 @@ func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 	if err != nil {
 		return apierror.FromStore("read member", err)
 	}
-	now := s.now().UTC()
-	ev, err := s.ids.NewEvent(world, AgentLeft, Public, "", leftData{AWNID: awnID}, now)
+	ev, err := s.ids.NewEvent(world, AgentLeft, Public, "", leftData{AWNID: awnID}, s.now().UTC())
 	if err != nil {
 		return internal(err)
 	}
-	_, err = s.log.Commit(ctx, ev,
-		store.Delete(MemberKey(world, awnID)).When(store.Eq(attrJoinedAt, store.N(cur.JoinedAt.UnixNano()))),
-		store.Delete(MemberKeyKey(world, cur.KeyID)),
-		store.Delete(WebhookKey(world, awnID)),
-	)
+	err = s.remove(ctx, cur, ev)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return notJoined(world) // a racing leave came first
 	}
+	return err
+}
+
+// removeActions is how many actions of its own remove commits before the
+// caller's extra ones (a ban's Put is the first extra one).
+const removeActions = 4
+
+// remove ends membership cur, committing ev and extra in the same write
+// (the deletes of member, member key, webhook and index item first, then
+// extra), and then decrements the count and clears the inbox. The member
+// item's delete is conditioned on cur's joinedAt, so of racing removals
+// (leave, kick, ban) one wins; a failed condition is returned as the
+// store's *store.ConditionFailedError, its Action counting these actions,
+// anything else as an *apierror.Error.
+func (s *Service) remove(ctx context.Context, cur Member, ev Event, extra ...store.Action) error {
+	world, awnID := cur.World, cur.AWNID
+	acts := append([]store.Action{
+		store.Delete(MemberKey(world, awnID)).When(store.Eq(attrJoinedAt, store.N(cur.JoinedAt.UnixNano()))),
+		store.Delete(MemberKeyKey(world, cur.KeyID)),
+		store.Delete(WebhookKey(world, awnID)),
+		store.Delete(joinedIndexKey(world, awnID)),
+	}, extra...)
+	_, err := s.log.Commit(ctx, ev, acts...)
+	if errors.Is(err, store.ErrConditionFailed) {
+		return err
+	}
 	if err != nil {
 		// Unsettled outcomes included: the count is not touched unless
-		// this leave is known to have won.
-		return apierror.FromStore("leave world", err)
+		// this removal is known to have won.
+		return apierror.FromStore("end membership", err)
 	}
 	// The membership is gone: finish the rest even if the caller goes.
 	ctx = context.WithoutCancel(ctx)
@@ -406,29 +458,98 @@ func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.P
 	return ed25519.PublicKey(pub), awnID, nil
 }
 
-// MarkPolled records that awnID polled events now: 1 UpdateItem of its
-// member item, conditioned on the member existing (NotJoined otherwise).
+// MarkPolled records that awnID polled events now and announces the
+// presence this changes: 1 UpdateItem of its member item, conditioned on
+// the member being announced online and having polled within
+// ReachableWithin — true of a steady poller, which pays nothing more. When
+// it fails, the member was announced offline (a new member, or one whose
+// registration is offline) or went stale: it is written again without that
+// condition (returning the member as it was) and, if the poll changes what
+// was announced, presence.changed is committed (offline first, with the
+// time it went stale, if a silence was never announced). Not a member →
+// NotJoined.
 func (s *Service) MarkPolled(ctx context.Context, world, awnID string) error {
-	if !validMember(world, awnID) {
-		return notJoined(world)
-	}
-	_, err := s.store.Write(ctx, store.Update(MemberKey(world, awnID)).
-		SetAttr(attrLastPollAt, store.N(s.now().UTC().UnixNano())).When(store.ItemExists()))
-	if errors.Is(err, store.ErrConditionFailed) {
-		return notJoined(world)
-	}
-	if err != nil {
-		return apierror.FromStore("mark polled", err)
-	}
-	return nil
+	_, err := s.markPolled(ctx, world, awnID)
+	return err
 }
 
-// Reachable reports whether target, a member of world, polled events within
-// the last ReachableWithin (1 GetItem). Not a member → NotFound.
+// markPolled is MarkPolled returning the member as it now is.
+func (s *Service) markPolled(ctx context.Context, world, awnID string) (Member, error) {
+	if !validMember(world, awnID) {
+		return Member{}, notJoined(world)
+	}
+	now := s.now().UTC()
+	steady := store.And(store.Eq(attrPresence, store.S(PresenceOnline)), store.NotExists(attrRegistryOffline),
+		store.Ge(attrLastPollAt, store.N(now.Add(-ReachableWithin).UnixNano())))
+	up := store.Update(MemberKey(world, awnID)).SetAttr(attrLastPollAt, store.N(now.UnixNano()))
+	res, err := s.store.Write(ctx, up.When(steady).Returning().OnFailReturn())
+	var cf *store.ConditionFailedError
+	switch {
+	case err == nil:
+		m, err := decodeMember(world, res[0])
+		if err != nil {
+			return Member{}, internal(err)
+		}
+		return m, nil
+	case !errors.As(err, &cf):
+		return Member{}, apierror.FromStore("mark polled", err)
+	case len(cf.Item) == 0:
+		return Member{}, notJoined(world)
+	}
+	before, err := decodeMember(world, cf.Item)
+	if err != nil {
+		return Member{}, internal(err)
+	}
+	// A poll after a silence: was the silence announced?
+	if before.Announced == PresenceOnline && !before.RegistryOffline {
+		h, err := s.readHook(ctx, world, awnID)
+		if err != nil {
+			return Member{}, apierror.FromStore("read webhook", err)
+		}
+		if PresenceOf(before, h, now) == PresenceOffline {
+			if ok, err := s.announce(ctx, before, PresenceOffline, before.LastPollAt.Add(ReachableWithin), nil); err != nil {
+				return Member{}, err
+			} else if ok {
+				before.Announced = PresenceOffline
+			}
+		}
+	}
+	after := before
+	after.LastPollAt = now
+	if !before.RegistryOffline && before.announced() != PresenceOnline {
+		ok, err := s.announce(ctx, before, PresenceOnline, time.Time{}, func(a store.Action) store.Action {
+			return a.SetAttr(attrLastPollAt, store.N(now.UnixNano()))
+		})
+		if err != nil {
+			return Member{}, err
+		}
+		if ok {
+			after.Announced = PresenceOnline
+			return after, nil
+		}
+	}
+	_, err = s.store.Write(ctx, up.When(store.ItemExists()))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return Member{}, notJoined(world)
+	}
+	if err != nil {
+		return Member{}, apierror.FromStore("mark polled", err)
+	}
+	return after, nil
+}
+
+// Reachable reports whether target, a member of world, counts as
+// reachable without a live probe: it polled events within the last
+// ReachableWithin or holds an event stream open, and its registration is
+// not offline (1 GetItem). Not a member → NotFound.
 func (s *Service) Reachable(ctx context.Context, world, target string) (bool, error) {
 	m, err := s.Member(ctx, world, target)
 	if err != nil {
 		return false, err
 	}
-	return polledWithin(m, s.now()), nil
+	return reachable(m, s.now()), nil
+}
+
+func reachable(m Member, now time.Time) bool {
+	return !m.RegistryOffline && (polledWithin(m, now) || now.Before(m.StreamUntil))
 }

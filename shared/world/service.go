@@ -304,7 +304,8 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 			if m.Category != "" {
 				it[attrCategory] = store.S(m.Category)
 			}
-			_, err := s.store.Write(ctx, store.Put(ManifestKey(m.ID), it).When(store.ItemAbsent()))
+			_, err := s.store.Write(ctx, store.Put(ManifestKey(m.ID), it).When(store.ItemAbsent()),
+				ownedIndexPut(m.ID, signer, now))
 			if errors.Is(err, store.ErrConditionFailed) {
 				continue
 			}

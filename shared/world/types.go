@@ -46,4 +46,16 @@ type Member struct {
 	JoinedAt time.Time
 	// LastPollAt is when the member last polled events (zero: never).
 	LastPollAt time.Time
+	// StreamUntil is the lease of an open event stream: the stream
+	// refreshes it while it is open (zero: none).
+	StreamUntil time.Time
+	// ProbeOKAt and ProbeFailAt are the latest live probes of its webhook
+	// that it answered and did not answer.
+	ProbeOKAt, ProbeFailAt time.Time
+	// RegistryOffline: its registration is set offline, which overrides
+	// every other sign of presence.
+	RegistryOffline bool
+	// Announced is the presence last announced by presence.changed ("":
+	// none yet, offline).
+	Announced string
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/a2awire/a2awire/shared/inbox"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/webhook/delivery"
-	"github.com/a2awire/a2awire/shared/world"
 )
 
 // The builders of the world functions, one per function, named in the
@@ -30,7 +30,7 @@ func BuildGet(env function.Env) (any, error) {
 
 // BuildJoin builds world-join.
 func BuildJoin(env function.Env) (any, error) {
-	return build(env, func(d Deps) (http.Handler, error) { return NewJoin(d.Options, d.World) })
+	return build(env, func(d Deps) (http.Handler, error) { return NewJoin(d.Options, d.World, d.World) })
 }
 
 // BuildLeave builds world-leave.
@@ -40,7 +40,7 @@ func BuildLeave(env function.Env) (any, error) {
 
 // BuildAgents builds world-agents.
 func BuildAgents(env function.Env) (any, error) {
-	return build(env, func(d Deps) (http.Handler, error) { return NewAgents(d.Options, d.World, world.Presence) })
+	return build(env, func(d Deps) (http.Handler, error) { return NewAgents(d.Options, d.World) })
 }
 
 // BuildSend builds world-send.
@@ -81,6 +81,34 @@ func BuildAct(env function.Env) (any, error) {
 // BuildEvents builds world-events.
 func BuildEvents(env function.Env) (any, error) {
 	return build(env, func(d Deps) (http.Handler, error) { return NewEvents(d.Options, d.World) })
+}
+
+// BuildKick builds world-kick.
+func BuildKick(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewKick(d.Options, d.World, d.World) })
+}
+
+// BuildBan builds world-ban.
+func BuildBan(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewBan(d.Options, d.World, d.World) })
+}
+
+// BuildUnban builds world-unban.
+func BuildUnban(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewUnban(d.Options, d.World, d.World) })
+}
+
+// BuildBans builds world-bans.
+func BuildBans(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) { return NewBans(d.Options, d.World, d.World) })
+}
+
+// BuildAgentWorlds builds agent-worlds: the agent's key from its index of
+// worlds, else from the registry.
+func BuildAgentWorlds(env function.Env) (any, error) {
+	return build(env, func(d Deps) (http.Handler, error) {
+		return NewAgentWorlds(d.Options, d.World, registry.New(d.Store))
+	})
 }
 
 // BuildCard builds world-card.

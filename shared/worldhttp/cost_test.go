@@ -17,7 +17,6 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/webhook"
-	"github.com/a2awire/a2awire/shared/world"
 	"github.com/a2awire/a2awire/shared/worldhttp"
 )
 
@@ -51,9 +50,9 @@ func TestRequestCost(t *testing.T) {
 	handlers := map[string]http.Handler{
 		"put":      must(worldhttp.NewPut(fn(o, "world-put"), w)),
 		"get":      must(worldhttp.NewGet(fn(o, "world-get"), w)),
-		"join":     must(worldhttp.NewJoin(fn(o, "world-join"), w)),
+		"join":     must(worldhttp.NewJoin(fn(o, "world-join"), w, w)),
 		"leave":    must(worldhttp.NewLeave(fn(o, "world-leave"), w)),
-		"agents":   must(worldhttp.NewAgents(fn(o, "world-agents"), w, world.Presence)),
+		"agents":   must(worldhttp.NewAgents(fn(o, "world-agents"), w)),
 		"send":     must(worldhttp.NewSend(fn(o, "world-send"), box)),
 		"messages": must(worldhttp.NewMessages(fn(o, "world-messages"), box)),
 		"ping":     must(worldhttp.NewPing(fn(o, "world-ping"), w, mustProber(t, st))),
@@ -94,21 +93,26 @@ func TestRequestCost(t *testing.T) {
 		status       int
 		calls        map[string]int
 	}{
-		{"create world", "put", a, "PUT", "/v0/worlds/cost", fmt.Sprintf(`{"publicKey":%q,"name":"Cost"}`, b64(key(a[0]))), 201, map[string]int{"GetItem": 1, "PutItem": 2}},
+		{"create world", "put", a, "PUT", "/v0/worlds/cost", fmt.Sprintf(`{"publicKey":%q,"name":"Cost"}`, b64(key(a[0]))), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1}}, // manifest + owner's index item
 		{"update world (owner, no publicKey)", "put", a, "PUT", "/v0/worlds/cost", `{"name":"Cost 2"}`, 200, map[string]int{"GetItem": 2, "PutItem": 1, "UpdateItem": 1}},
 		{"get world", "get", nil, "GET", "/v0/worlds/cost", "", 200, map[string]int{"GetItem": 1}},
 		{"card", "card", nil, "GET", "/v0/worlds/cost/.well-known/agent-card.json", "", 200, map[string]int{"GetItem": 1}},
-		{"join (new)", "join", a, "POST", "/v0/worlds/cost/join", joinBody(a), 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
-		{"join (new, second agent)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
-		{"join (already joined)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 200, map[string]int{"GetItem": 1, "PutItem": 1}},
-		{"agents (2 members)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
+		// A join: the world's join window (UpdateItem), then the players'
+		// page: the manifest and members (Query), their webhooks (Query).
+		{"join (new)", "join", a, "POST", "/v0/worlds/cost/join", joinBody(a), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 2}},
+		{"join (new, second agent)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 2}},
+		{"join (already joined)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
+		{"agents (2 members)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
 		{"agents (not joined)", "agents", []byte{23}, "GET", "/v0/worlds/cost/agents", "", 401, map[string]int{"GetItem": 1}},
 		{"send", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, bID), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
 		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
 		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
-		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 3, "PutItem": 1, "UpdateItem": 1}},
+		// ping: the target, the probe's webhook read, the probe recorded
+		// (UpdateItem) and the webhook read again for its presence.
+		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 4, "PutItem": 1, "UpdateItem": 2}},
 		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
-		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
+		// b's first poll: its presence.changed (online) is committed.
+		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}},
 		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
 	}
 	for _, s := range steps {

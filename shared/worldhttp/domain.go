@@ -24,4 +24,5 @@ const (
 	OpAgents  = ratelimit.Agents
 	OpPing    = ratelimit.Ping
 	OpActions = ratelimit.Actions
+	OpJoin    = ratelimit.Join
 )

@@ -31,9 +31,12 @@ type fake struct {
 	SubmitActionFn func(ctx context.Context, w, awnID, action string, params json.RawMessage) (string, error)
 	WaitEventsFn   func(ctx context.Context, w, awnID, after string, limit int, wait time.Duration) ([]world.Event, error)
 	ReachableFn    func(ctx context.Context, w, target string) (bool, error)
-	SendFn         func(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Message, error)
-	ReadFn         func(ctx context.Context, w, awnID string, o worldhttp.ReadOptions) ([]worldhttp.Message, error)
-	AllowFn        func(ctx context.Context, w, awnID string, op worldhttp.RateOp) error
+	PublicEventsFn func(ctx context.Context, w, after string, limit int) (world.EventPage, error)
+	// Now is the clock of the agents list's presence.
+	Now     func() time.Time
+	SendFn  func(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Message, error)
+	ReadFn  func(ctx context.Context, w, awnID string, o worldhttp.ReadOptions) ([]worldhttp.Message, error)
+	AllowFn func(ctx context.Context, w, awnID string, op worldhttp.RateOp) error
 }
 
 func (f *fake) count(name string) {
@@ -84,12 +87,22 @@ func (f *fake) Leave(ctx context.Context, w, awnID string) error {
 	return f.LeaveFn(ctx, w, awnID)
 }
 
-func (f *fake) Members(ctx context.Context, w string) ([]world.Member, error) {
+// MembersPage lists MembersFn's members in one page, presence by their
+// polls alone.
+func (f *fake) MembersPage(ctx context.Context, w string, o world.PageOptions) (world.MemberPage, error) {
 	f.count("Members")
 	if f.MembersFn == nil {
-		return nil, errUnexpected
+		return world.MemberPage{}, errUnexpected
 	}
-	return f.MembersFn(ctx, w)
+	ms, err := f.MembersFn(ctx, w)
+	if err != nil {
+		return world.MemberPage{}, err
+	}
+	out := world.MemberPage{}
+	for _, m := range ms {
+		out.Members = append(out.Members, world.MemberRow{Member: m, Presence: world.Presence(m, f.now())})
+	}
+	return out, nil
 }
 
 func (f *fake) MemberKey(ctx context.Context, w, keyID string) (ed25519.PublicKey, string, error) {
@@ -108,20 +121,53 @@ func (f *fake) SubmitAction(ctx context.Context, w, awnID, action string, params
 	return f.SubmitActionFn(ctx, w, awnID, action, params)
 }
 
-func (f *fake) WaitEvents(ctx context.Context, w, awnID, after string, limit int, wait time.Duration) ([]world.Event, error) {
+// Poll answers WaitEventsFn's events, its cursor the last one's id (or
+// after).
+func (f *fake) Poll(ctx context.Context, w, awnID, after string, limit int, wait time.Duration) (world.EventPage, error) {
 	f.count("WaitEvents")
 	if f.WaitEventsFn == nil {
-		return nil, errUnexpected
+		return world.EventPage{}, errUnexpected
 	}
-	return f.WaitEventsFn(ctx, w, awnID, after, limit, wait)
+	evs, err := f.WaitEventsFn(ctx, w, awnID, after, limit, wait)
+	if err != nil {
+		return world.EventPage{}, err
+	}
+	cursor := after
+	if len(evs) > 0 {
+		cursor = evs[len(evs)-1].ID
+	}
+	return world.EventPage{Events: evs, Cursor: cursor}, nil
 }
 
-func (f *fake) Reachable(ctx context.Context, w, target string) (bool, error) {
+func (f *fake) PublicEvents(ctx context.Context, w, after string, limit int) (world.EventPage, error) {
+	f.count("PublicEvents")
+	if f.PublicEventsFn == nil {
+		return world.EventPage{}, errUnexpected
+	}
+	return f.PublicEventsFn(ctx, w, after, limit)
+}
+
+// Ping is the rule of world.Service.Ping over ReachableFn (membership and
+// polls) and the probe.
+func (f *fake) Ping(ctx context.Context, w, target string, probe world.Probe) (bool, time.Duration, bool, error) {
 	f.count("Reachable")
 	if f.ReachableFn == nil {
-		return false, errUnexpected
+		return false, 0, false, errUnexpected
 	}
-	return f.ReachableFn(ctx, w, target)
+	polled, err := f.ReachableFn(ctx, w, target)
+	if err != nil {
+		return false, 0, false, err
+	}
+	if probe != nil {
+		ok, rtt, err := probe(ctx, w, target)
+		if err != nil {
+			return false, 0, false, err
+		}
+		if ok {
+			return true, rtt, true, nil
+		}
+	}
+	return polled, 0, false, nil
 }
 
 func (f *fake) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Message, error) {
@@ -146,4 +192,11 @@ func (f *fake) Allow(ctx context.Context, w, awnID string, op worldhttp.RateOp) 
 		return nil
 	}
 	return f.AllowFn(ctx, w, awnID, op)
+}
+
+func (f *fake) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
 }

@@ -34,12 +34,14 @@ var (
 	_ worldhttp.Sender          = (*inbox.Inbox)(nil)
 	_ worldhttp.Reader          = (*inbox.Inbox)(nil)
 	_ worldhttp.Limiter         = (*ratelimit.Limiter)(nil)
-	_ worldhttp.Presence        = world.Presence
+	_ worldhttp.WorldLimiter    = (*ratelimit.Limiter)(nil)
+	_ worldhttp.Moderator       = (*world.Service)(nil)
+	_ worldhttp.AgentViewer     = (*world.Service)(nil)
 )
 
 // agent is a client of the harness signing every request with its key.
 type agent struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	key  ed25519.PrivateKey
 	c    *http.Client

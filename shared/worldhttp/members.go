@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/access"
@@ -19,9 +20,10 @@ type Leaver interface {
 	Leave(ctx context.Context, world, awnID string) error
 }
 
-// MemberLister lists a world's members by slot (world.Service.Members).
+// MemberLister lists a page of a world's members, by awnId, with their
+// presence (world.Service.MembersPage).
 type MemberLister interface {
-	Members(ctx context.Context, world string) ([]world.Member, error)
+	MembersPage(ctx context.Context, world string, o world.PageOptions) (world.MemberPage, error)
 }
 
 // Sender stores a direct message for a member (inbox.Inbox.Send).
@@ -35,10 +37,11 @@ type Reader interface {
 	Read(ctx context.Context, world, awnID string, o ReadOptions) ([]Message, error)
 }
 
-// Pinger says whether a member of the world is reachable; a target that
-// is no member is NotFound (world.Service.Reachable).
+// Pinger pings a member of the world by the presence rule, through the
+// live probe when one is given (world.Service.Ping); a target that is no
+// member is NotFound.
 type Pinger interface {
-	Reachable(ctx context.Context, world, target string) (bool, error)
+	Ping(ctx context.Context, world, target string, probe world.Probe) (bool, time.Duration, bool, error)
 }
 
 // Prober probes a member live through its webhook: a signed ping event,
@@ -56,9 +59,11 @@ type ActionSubmitter interface {
 }
 
 // EventWaiter long-polls the events visible to a member after a cursor
-// (world.Service.WaitEvents).
+// (world.Service.Poll), and reads a world's public feed without
+// membership (world.Service.PublicEvents).
 type EventWaiter interface {
-	WaitEvents(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) ([]world.Event, error)
+	Poll(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) (world.EventPage, error)
+	PublicEvents(ctx context.Context, world, after string, limit int) (world.EventPage, error)
 }
 
 // needMembers is the start-up check of a member route.
@@ -103,36 +108,84 @@ type agentOut struct {
 	Metadata  json.RawMessage `json:"metadata"`
 }
 
-// Presence is the rule deciding a member's presence at now ("online" or
-// "offline"): world.Presence.
-type Presence func(m world.Member, now time.Time) string
-
-// NewAgents serves GET /v0/worlds/{world}/agents (rate limit "agents"):
-// {agents: [{awnId, subjectId, slot, joinedAt, presence, metadata}], count}.
-func NewAgents(o Options, lister MemberLister, presence Presence) (http.Handler, error) {
-	if lister == nil || presence == nil {
-		return nil, errors.New("worldhttp: no world service or presence rule")
+// NewAgents serves GET /v0/worlds/{world}/agents?limit=&cursor= (rate
+// limit "agents"): {agents: [{awnId, subjectId, slot, joinedAt, presence,
+// metadata}], count, cursor}, by awnId; cursor is null on the last page. A
+// page ends before the member that would take the answer past what Lambda
+// can return (agentsBudget).
+func NewAgents(o Options, lister MemberLister) (http.Handler, error) {
+	if lister == nil {
+		return nil, errors.New("worldhttp: no world service")
 	}
 	if err := errors.Join(needMembers(o), needLimiter(o)); err != nil {
 		return nil, err
 	}
 	return serve(o, nil, limited(o, OpAgents, func(w http.ResponseWriter, r *http.Request, world, _ string) error {
-		members, err := lister.Members(r.Context(), world)
+		q := newQuery(r.URL.RawQuery)
+		limit := q.intIn("limit", 1, MaxLimit, DefaultLimit)
+		cursor, _ := q.get("cursor")
+		if q.err != nil {
+			return q.err
+		}
+		page, err := agentsPage(r.Context(), lister, w.Header(), world, limit, cursor, 0)
 		if err != nil {
-			return fmt.Errorf("worldhttp: list agents: %w", err)
+			return err
 		}
-		now := o.now()
-		out := make([]agentOut, 0, len(members))
-		for _, m := range members {
-			a := agentOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt), Presence: presence(m, now), Metadata: object(m.Metadata)}
-			if m.SubjectID != "" {
-				s := m.SubjectID
-				a.SubjectID = &s
-			}
-			out = append(out, a)
-		}
-		return reply(w, http.StatusOK, map[string]any{"agents": out, "count": len(out)})
+		return reply(w, http.StatusOK, page)
 	}), nil)
+}
+
+// agentsOut is a page of the agents list as clients see it.
+type agentsOut struct {
+	Agents []agentOut `json:"agents"`
+	Count  int        `json:"count"`
+	Cursor *string    `json:"cursor"`
+}
+
+func agentJSON(m world.MemberRow) agentOut {
+	return agentOut{AWNID: m.AWNID, SubjectID: subject(m.SubjectID), Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt), Presence: m.Presence, Metadata: object(m.Metadata)}
+}
+
+// agentsPage reads a page of world's agents within the budget of an answer
+// whose headers are sent and whose body holds reserve bytes besides the
+// page (the join's own fields).
+func agentsPage(ctx context.Context, lister MemberLister, sent http.Header, worldID string, limit int, cursor string, reserve int) (agentsOut, error) {
+	size, budget := agentsBudget(sent)
+	page, err := lister.MembersPage(ctx, worldID, world.PageOptions{Limit: limit, Cursor: cursor, Size: size, MaxBytes: budget - reserve})
+	if err != nil {
+		return agentsOut{}, fmt.Errorf("worldhttp: list agents: %w", err)
+	}
+	out := agentsOut{Agents: make([]agentOut, 0, len(page.Members)), Cursor: nullable(page.Cursor)}
+	for _, m := range page.Members {
+		out.Agents = append(out.Agents, agentJSON(m))
+	}
+	out.Count = len(out.Agents)
+	return out, nil
+}
+
+// agentsBudget measures a member as the agents list carries it through
+// Lambda — its JSON escaped inside the proxy response's body string, and a
+// comma — and returns the bytes the members may take: lambdahttp.MaxResponse
+// less the envelope, the headers (those set so far and reply's), and the
+// body around the members (count and cursor at their widest).
+func agentsBudget(sent http.Header) (func(world.MemberRow) int, int) {
+	h := sent.Clone()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	widest := "aw:sha256:" + strings.Repeat("f", 64)
+	around, _ := json.Marshal(struct {
+		OK   bool      `json:"ok"`
+		Data agentsOut `json:"data"`
+	}{true, agentsOut{Agents: []agentOut{}, Count: MaxLimit, Cursor: &widest}})
+	fixed := lambdahttp.EnvelopeSize(http.StatusOK, h) + lambdahttp.BodySize(append(around, '\n'))
+	size := func(m world.MemberRow) int {
+		b, err := json.Marshal(agentJSON(m))
+		if err != nil {
+			return lambdahttp.MaxResponse
+		}
+		return lambdahttp.EscapedLen(b) + len(",")
+	}
+	return size, lambdahttp.MaxResponse - fixed
 }
 
 // messageOut is a direct message as clients see it.
@@ -238,10 +291,12 @@ func messagesBudget(sent http.Header) (func(Message) int, int) {
 
 // NewPing serves POST /v0/worlds/{world}/ping (rate limit "ping"):
 // {target} → {target, reachable, latencyMs}. A target that is no member is
-// 404 NOT_FOUND. A target whose webhook answers prober's live probe is
-// reachable with latencyMs that round trip; otherwise it is reachable when
-// it polled events within the last 30 s, with latencyMs null. A nil prober
-// (a deployment without webhooks) leaves only the poll-based rule.
+// 404 NOT_FOUND; one whose registration is offline is unreachable without a
+// probe. A target whose webhook answers prober's live probe is reachable
+// with latencyMs that round trip (the answer counts toward its presence);
+// otherwise it is reachable when it polled events within the last 30 s or
+// holds an event stream open, with latencyMs null. A nil prober (a
+// deployment without webhooks) leaves only the poll-based rule.
 func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 	if pinger == nil {
 		return nil, errors.New("worldhttp: no world service")
@@ -249,7 +304,11 @@ func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 	if err := errors.Join(needMembers(o), needLimiter(o)); err != nil {
 		return nil, err
 	}
-	return serve(o, nil, limited(o, OpPing, func(w http.ResponseWriter, r *http.Request, world, _ string) error {
+	var probe world.Probe
+	if prober != nil {
+		probe = prober.Probe
+	}
+	return serve(o, nil, limited(o, OpPing, func(w http.ResponseWriter, r *http.Request, worldID, _ string) error {
 		var in struct {
 			Target string `json:"target"`
 		}
@@ -259,21 +318,14 @@ func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 		if in.Target == "" {
 			return apierror.New(apierror.Invalid, "target is required (an awnId)")
 		}
-		// Membership first: a non-member is 404 before any probe goes out.
-		polled, err := pinger.Reachable(r.Context(), world, in.Target)
+		ok, latency, live, err := pinger.Ping(r.Context(), worldID, in.Target, probe)
 		if err != nil {
 			return fmt.Errorf("worldhttp: ping: %w", err)
 		}
-		if prober != nil {
-			live, latency, err := prober.Probe(r.Context(), world, in.Target)
-			if err != nil {
-				return fmt.Errorf("worldhttp: ping probe: %w", err)
-			}
-			if live {
-				return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": true, "latencyMs": latency.Milliseconds()})
-			}
+		if live {
+			return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": true, "latencyMs": latency.Milliseconds()})
 		}
-		return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": polled, "latencyMs": nil})
+		return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": ok, "latencyMs": nil})
 	}), nil)
 }
 
@@ -317,9 +369,13 @@ type eventOut struct {
 	CreatedAt  string          `json:"createdAt"`
 }
 
-// NewEvents serves GET /v0/worlds/{world}/events?after=&wait=&limit=:
-// {events, count, cursor}, oldest first; wait (seconds, ≤ 20) long-polls;
-// cursor is the last event's id, or after when none came.
+// NewEvents serves GET /v0/worlds/{world}/events?after=&wait=&limit=
+// (member): {events, count, cursor}, oldest first; wait (seconds, ≤ 20)
+// long-polls; cursor is where the next poll starts (past the last event,
+// and past events the caller may not see). With visibility=public it is
+// the world's public feed, which needs no signature: public events only,
+// no long poll. A page ends before the event that would take the answer
+// past what Lambda can return; its cursor then continues from there.
 func NewEvents(o Options, waiter EventWaiter) (http.Handler, error) {
 	if waiter == nil {
 		return nil, errors.New("worldhttp: no world service")
@@ -327,26 +383,67 @@ func NewEvents(o Options, waiter EventWaiter) (http.Handler, error) {
 	if err := needMembers(o); err != nil {
 		return nil, err
 	}
+	public := func(r *http.Request) bool {
+		v, ok := newQuery(r.URL.RawQuery).get("visibility")
+		return ok && v == string(world.Public)
+	}
 	return serve(o, nil, func(w http.ResponseWriter, r *http.Request) error {
-		world, awnID, err := caller(r)
-		if err != nil {
-			return err
-		}
 		q := newQuery(r.URL.RawQuery)
 		after, wait, limit := q.ulid("after"), q.intIn("wait", 0, MaxWait, 0), q.intIn("limit", 1, MaxLimit, DefaultLimit)
+		vis, hasVis := q.get("visibility")
 		if q.err != nil {
 			return q.err
 		}
-		events, err := waiter.WaitEvents(r.Context(), world, awnID, after, limit, time.Duration(wait)*time.Second)
+		if hasVis && vis != string(world.Public) {
+			return apierror.New(apierror.Invalid, "query parameter visibility must be public (members see every event visible to them without it)")
+		}
+		worldID := access.Param(r, "world")
+		var page world.EventPage
+		var err error
+		if id, ok := access.IdentityFrom(r.Context()); ok && !hasVis {
+			page, err = waiter.Poll(r.Context(), worldID, id.AWNID, after, limit, time.Duration(wait)*time.Second)
+		} else {
+			if wait != 0 {
+				return apierror.New(apierror.Invalid, "the public feed does not long-poll; leave wait out")
+			}
+			page, err = waiter.PublicEvents(r.Context(), worldID, after, limit)
+		}
 		if err != nil {
 			return fmt.Errorf("worldhttp: events: %w", err)
 		}
-		out := make([]eventOut, 0, len(events))
-		cursor := after
-		for _, e := range events {
-			out = append(out, eventOut{EventID: e.ID, Type: e.Type, WorldID: e.World, Data: e.Data, Visibility: string(e.Visibility), CreatedAt: timestamp(e.CreatedAt)})
-			cursor = e.ID
+		size, budget := eventsBudget(w.Header())
+		out := make([]eventOut, 0, len(page.Events))
+		used := 0
+		for _, e := range page.Events {
+			ev := eventOut{EventID: e.ID, Type: e.Type, WorldID: e.World, Data: e.Data, Visibility: string(e.Visibility), CreatedAt: timestamp(e.CreatedAt)}
+			n := size(ev)
+			if used+n > budget && len(out) > 0 {
+				page.Cursor = out[len(out)-1].EventID // the rest comes next
+				break
+			}
+			used += n
+			out = append(out, ev)
 		}
-		return reply(w, http.StatusOK, map[string]any{"events": out, "count": len(out), "cursor": cursor})
-	}, nil)
+		return reply(w, http.StatusOK, map[string]any{"events": out, "count": len(out), "cursor": page.Cursor})
+	}, nil, func(rt *access.Route) { rt.Anonymous = public })
+}
+
+// eventsBudget is agentsBudget for the events answer: 100 events of up to
+// 64 KiB of params each could pass 6 MB once escaped.
+func eventsBudget(sent http.Header) (func(eventOut) int, int) {
+	h := sent.Clone()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	around, _ := json.Marshal(struct {
+		OK   bool           `json:"ok"`
+		Data map[string]any `json:"data"`
+	}{true, map[string]any{"events": []eventOut{}, "count": MaxLimit, "cursor": strings.Repeat("Z", 26)}})
+	fixed := lambdahttp.EnvelopeSize(http.StatusOK, h) + lambdahttp.BodySize(append(around, '\n'))
+	return func(e eventOut) int {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return lambdahttp.MaxResponse
+		}
+		return lambdahttp.EscapedLen(b) + len(",")
+	}, lambdahttp.MaxResponse - fixed
 }

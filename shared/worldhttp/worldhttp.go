@@ -67,7 +67,8 @@ type Options struct {
 	// BaseURL is the deployment's public URL (BASE_URL) the world Agent
 	// Card names; NewCard requires it.
 	BaseURL string
-	// Now is the clock of presence; nil means time.Now.
+	// Now is the clock the handlers' domains run on (NewDeps passes it to
+	// them); nil means time.Now.
 	Now func() time.Time
 	// MaxBody bounds request bodies; zero means access.DefaultMaxBody.
 	MaxBody int64
@@ -79,11 +80,11 @@ type Options struct {
 	Table []routes.Route
 }
 
-func (o Options) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
+func (o Options) logger() *slog.Logger {
+	if o.Log != nil {
+		return o.Log
 	}
-	return time.Now()
+	return slog.New(slog.DiscardHandler)
 }
 
 // handlerFunc is a route's handler that returns its error for rendering.
@@ -93,7 +94,7 @@ type handlerFunc func(http.ResponseWriter, *http.Request) error
 // routes in the table (bodyKey, on signed routes, reads the signing key
 // from the body). Member routes verify against o.Members, signed ones
 // against their body key (and paramKeys when the body carries none).
-func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func(*http.Request) (ed25519.PublicKey, error)) (http.Handler, error) {
+func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func(*http.Request) (ed25519.PublicKey, error), more ...func(*access.Route)) (http.Handler, error) {
 	fn := o.Function
 	if fn == "" {
 		return nil, errors.New("worldhttp: Options.Function names no function")
@@ -114,7 +115,7 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 		}
 		own = append(own, rt)
 		key := rt.Key()
-		rs[key] = access.Route{BodyKey: bodyKey, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := access.Route{BodyKey: bodyKey, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := f(w, r); err != nil {
 				if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
 					log.ErrorContext(r.Context(), "world request failed", "function", fn, "route", key, "err", err)
@@ -122,6 +123,10 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 				httperr.WriteWorld(w, err)
 			}
 		})}
+		for _, m := range more {
+			m(&route)
+		}
+		rs[key] = route
 	}
 	if len(own) == 0 {
 		return nil, fmt.Errorf("worldhttp: function %s serves no route of the table", fn)

@@ -111,12 +111,7 @@ func newAPI(t *testing.T, f *fake, tune func(*worldhttp.Options)) *api {
 	if tune != nil {
 		tune(&o)
 	}
-	presence := func(m world.Member, now time.Time) string {
-		if now.Sub(m.LastPollAt) < 30*time.Second {
-			return "online"
-		}
-		return "offline"
-	}
+	f.Now = o.Now
 	a := &api{t: t, f: f, o: o, handlers: map[string]http.Handler{}}
 	add := func(fn string, h http.Handler, err error) {
 		if err != nil {
@@ -128,11 +123,11 @@ func newAPI(t *testing.T, f *fake, tune func(*worldhttp.Options)) *api {
 	add("world-put", h, err)
 	h, err = worldhttp.NewGet(fn(o, "world-get"), f)
 	add("world-get", h, err)
-	h, err = worldhttp.NewJoin(fn(o, "world-join"), f)
+	h, err = worldhttp.NewJoin(fn(o, "world-join"), f, f)
 	add("world-join", h, err)
 	h, err = worldhttp.NewLeave(fn(o, "world-leave"), f)
 	add("world-leave", h, err)
-	h, err = worldhttp.NewAgents(fn(o, "world-agents"), f, presence)
+	h, err = worldhttp.NewAgents(fn(o, "world-agents"), f)
 	add("world-agents", h, err)
 	h, err = worldhttp.NewSend(fn(o, "world-send"), f)
 	add("world-send", h, err)
@@ -267,7 +262,7 @@ func TestAgentsShape(t *testing.T) {
 	r := newAPI(t, f, nil).do(bob, "GET", "/v0/worlds/lobby/agents", "")
 	want := `{"ok":true,"data":{"agents":[` +
 		`{"awnId":"aw:sha256:aa","subjectId":"alice-agent","slot":1,"joinedAt":"2026-01-02T03:04:05Z","presence":"online","metadata":{"role":"host"}},` +
-		`{"awnId":"aw:sha256:bb","subjectId":null,"slot":2,"joinedAt":"2026-01-02T03:04:05Z","presence":"offline","metadata":null}],"count":2}}`
+		`{"awnId":"aw:sha256:bb","subjectId":null,"slot":2,"joinedAt":"2026-01-02T03:04:05Z","presence":"offline","metadata":null}],"count":2,"cursor":null}}`
 	if r.status != 200 || strings.TrimSpace(string(r.body)) != want {
 		t.Errorf("%d\n got %s\nwant %s", r.status, r.body, want)
 	}
@@ -335,8 +330,8 @@ func TestGetWorld(t *testing.T) {
 	expectError(t, a.do(nil, "GET", "/v0/worlds/nowhere", ""), 404, "NOT_FOUND", "")
 }
 
-// TestJoin: 201 when new, 200 when already joined; the key in the body
-// must sign; metadata must be an object.
+// TestJoin: 201 when new, 200 when already joined, with the first page of
+// players; the key in the body must sign; metadata must be an object.
 func TestJoin(t *testing.T) {
 	f := newFake()
 	var gotMeta json.RawMessage
@@ -347,9 +342,13 @@ func TestJoin(t *testing.T) {
 		gotMeta = meta
 		return world.Member{AWNID: auth.AWNID(p), Slot: 3, JoinedAt: created}, p.Equal(pub(outsider)), nil
 	}
+	f.MembersFn = func(context.Context, string) ([]world.Member, error) {
+		return []world.Member{{AWNID: "aw:sha256:aa", Slot: 3, JoinedAt: created}}, nil
+	}
 	a := newAPI(t, f, nil)
 	r := a.do(outsider, "POST", "/v0/worlds/lobby/join", `{"publicKey":"`+b64(outsider)+`","metadata":{"x":1}}`)
-	want := `{"ok":true,"data":{"awnId":"` + auth.AWNID(pub(outsider)) + `","slot":3,"joinedAt":"2026-01-02T03:04:05Z"}}`
+	want := `{"ok":true,"data":{"awnId":"` + auth.AWNID(pub(outsider)) + `","slot":3,"joinedAt":"2026-01-02T03:04:05Z",` +
+		`"players":{"agents":[{"awnId":"aw:sha256:aa","subjectId":null,"slot":3,"joinedAt":"2026-01-02T03:04:05Z","presence":"offline","metadata":null}],"count":1,"cursor":null}}}`
 	if r.status != 201 || strings.TrimSpace(string(r.body)) != want || string(gotMeta) != `{"x":1}` {
 		t.Errorf("new join: %d %s (metadata %s)", r.status, r.body, gotMeta)
 	}
@@ -621,14 +620,14 @@ func TestStartupChecks(t *testing.T) {
 	o := worldhttp.Options{Verifier: auth.NewVerifier(auth.NewNonces(memory.New()), nil), Members: f, Limiter: f, Table: testTable}
 	noLimiter, noMembers := o, o
 	noLimiter.Limiter, noMembers.Members = nil, nil
-	presence := func(world.Member, time.Time) string { return "offline" }
 	for name, err := range map[string]error{
-		"agents without limiter":  second(worldhttp.NewAgents(fn(noLimiter, "world-agents"), f, presence)),
-		"agents without presence": second(worldhttp.NewAgents(fn(o, "world-agents"), f, nil)),
-		"send without members":    second(worldhttp.NewSend(fn(noMembers, "world-send"), f)),
-		"events without members":  second(worldhttp.NewEvents(fn(noMembers, "world-events"), f)),
-		"put without service":     second(worldhttp.NewPut(fn(o, "world-put"), nil)),
-		"join without verifier":   second(worldhttp.NewJoin(worldhttp.Options{Function: "world-join", Table: testTable}, f)),
+		"agents without limiter": second(worldhttp.NewAgents(fn(noLimiter, "world-agents"), f)),
+		"agents without service": second(worldhttp.NewAgents(fn(o, "world-agents"), nil)),
+		"send without members":   second(worldhttp.NewSend(fn(noMembers, "world-send"), f)),
+		"events without members": second(worldhttp.NewEvents(fn(noMembers, "world-events"), f)),
+		"put without service":    second(worldhttp.NewPut(fn(o, "world-put"), nil)),
+		"join without verifier":  second(worldhttp.NewJoin(worldhttp.Options{Function: "world-join", Table: testTable}, f, f)),
+		"join without players":   second(worldhttp.NewJoin(fn(o, "world-join"), f, nil)),
 	} {
 		if err == nil {
 			t.Errorf("%s: started", name)

@@ -151,20 +151,43 @@ type joinBody struct {
 	Metadata  json.RawMessage `json:"metadata"`
 }
 
-// joinOut is a membership as join answers it.
+// joinOut is a membership as join answers it, with the world's current
+// players (the first page of the agents list).
 type joinOut struct {
-	AWNID    string `json:"awnId"`
-	Slot     int64  `json:"slot"`
-	JoinedAt string `json:"joinedAt"`
+	AWNID    string    `json:"awnId"`
+	Slot     int64     `json:"slot"`
+	JoinedAt string    `json:"joinedAt"`
+	Players  agentsOut `json:"players"`
+}
+
+// joinNoPlayers is joinOut when the players could not be read.
+type joinNoPlayers struct {
+	AWNID    string  `json:"awnId"`
+	Slot     int64   `json:"slot"`
+	JoinedAt string  `json:"joinedAt"`
+	Players  *string `json:"players"`
+}
+
+// WorldLimiter admits one request of op in world whoever makes it
+// (ratelimit.Limiter.AllowWorld): the join limit, which a flood of fresh
+// keys cannot evade.
+type WorldLimiter interface {
+	AllowWorld(ctx context.Context, world string, op RateOp) error
 }
 
 // NewJoin serves POST /v0/worlds/{world}/join, signed by the key in the
 // body: 201 for a new membership, 200 with the same slot when already
-// joined.
-func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
-	if joiner == nil {
+// joined; players is the first page of the agents list ({agents, count,
+// cursor}, within what Lambda can return), or null when it could not be
+// read after the membership was written. Every join request counts toward
+// the world's join limit (o.Limiter, when it limits per world: 429
+// RATE_LIMITED beyond it), checked before the domain reads anything, so a
+// refused flood costs one conditional write a request.
+func NewJoin(o Options, joiner Joiner, players MemberLister) (http.Handler, error) {
+	if joiner == nil || players == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
+	limiter, _ := o.Limiter.(WorldLimiter)
 	joinKey := func(r *http.Request) (ed25519.PublicKey, error) {
 		var in joinBody
 		if err := access.DecodeKey(r, &in, "publicKey"); err != nil {
@@ -185,12 +208,30 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
+		worldID := access.Param(r, "world")
+		if limiter != nil {
+			if err := limiter.AllowWorld(r.Context(), worldID, OpJoin); err != nil {
+				return fmt.Errorf("worldhttp: join limit: %w", err)
+			}
+		}
 		// The world checks metadata (a JSON object or null, its size, its
 		// numbers): once, in the domain.
-		m, isNew, err := joiner.Join(r.Context(), access.Param(r, "world"), id.PublicKey, in.Metadata)
+		m, isNew, err := joiner.Join(r.Context(), worldID, id.PublicKey, in.Metadata)
 		if err != nil {
 			return fmt.Errorf("worldhttp: join: %w", err)
 		}
-		return reply(w, created(isNew), joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)})
+		out := joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)}
+		// The join's own fields, at their widest, come out of the page's
+		// budget. The membership is written: a page that cannot be read
+		// now (a busy store) leaves players null rather than fail the
+		// join, whose retry would answer 200.
+		own, _ := json.Marshal(out)
+		page, err := agentsPage(r.Context(), players, w.Header(), worldID, DefaultLimit, "", 2*len(own))
+		if err != nil {
+			o.logger().WarnContext(r.Context(), "join: players not read", "world", worldID, "err", err)
+			return reply(w, created(isNew), joinNoPlayers{AWNID: out.AWNID, Slot: out.Slot, JoinedAt: out.JoinedAt})
+		}
+		out.Players = page
+		return reply(w, created(isNew), out)
 	}, joinKey)
 }

@@ -7,11 +7,12 @@
 //
 // Every route and its auth come from the route table through
 // shared/access: the registry POST is signed by the key in its body, the
-// presence PUT by the name's owner, the rest is public. Errors use the
+// presence PUT and the DELETE by the name's owner, the rest is public. Errors use the
 // registry surface's {"error", "message"} shape.
 package registryapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -29,6 +30,7 @@ import (
 	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/world"
 )
 
 // Function is the functions/ folder (and route-table name) this package
@@ -69,8 +71,11 @@ type Options struct {
 
 // handler holds the routes' dependencies.
 type handler struct {
-	log        *slog.Logger
-	reg        *registry.Registry
+	log *slog.Logger
+	reg *registry.Registry
+	// worlds carries a registration's presence to the worlds its agent
+	// joined (world.Service.SetRegistryPresence).
+	worlds     *world.Service
 	networkKey ed25519.PublicKey
 	baseURL    string
 }
@@ -110,6 +115,7 @@ func New(o Options) (http.Handler, error) {
 	h := &handler{
 		log:        o.Log,
 		reg:        registry.New(o.Store, opts...),
+		worlds:     world.New(o.Store, world.WithClock(o.Now)),
 		networkKey: o.NetworkKey,
 		baseURL:    base,
 	}
@@ -120,6 +126,7 @@ func New(o Options) (http.Handler, error) {
 			"GET /api/v1/agents":                                 {Handler: h.fn(h.discover)},
 			"GET /api/v1/agents/{name}":                          {Handler: h.fn(h.profile)},
 			"PUT /api/v1/agents/{name}/presence":                 {Handler: h.fn(h.presence), Owns: h.owns},
+			"DELETE /api/v1/agents/{name}":                       {Handler: h.fn(h.unregister), Owns: h.owns},
 			"GET /api/v1/keys/{keyid}":                           {Handler: h.fn(h.key)},
 			"GET /.well-known/http-message-signatures-directory": {Handler: h.fn(h.networkDirectory)},
 			"GET /.well-known/agent-card.json":                   {Handler: h.fn(h.card)},
@@ -295,6 +302,38 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	a, err := h.reg.SetPresence(r.Context(), access.Param(r, "name"), id.PublicKey, registry.Status(b.Status))
 	if err != nil {
 		return err
+	}
+	// Offline overrides the agent's presence in every world it joined;
+	// online lifts that. Retrying the PUT finishes a fan-out cut short.
+	if err := h.worlds.SetRegistryPresence(r.Context(), a.AWNID, a.Status == registry.Offline); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
+	return nil
+}
+
+// unregister removes the owner's registration: 200 {"agent": the profile
+// as it was}. The name and the key are free at once; the agent stays
+// joined to its worlds (no longer overridden offline there).
+func (h *handler) unregister(w http.ResponseWriter, r *http.Request) error {
+	if len(bytes.TrimSpace(access.Body(r))) > 0 {
+		var none struct{}
+		if err := access.DecodeJSON(access.Body(r), &none); err != nil {
+			return err
+		}
+	}
+	id, ok := access.IdentityFrom(r.Context())
+	if !ok {
+		return apierror.New(apierror.Unauthorized, "request is not signed")
+	}
+	a, err := h.reg.Unregister(r.Context(), access.Param(r, "name"), id.PublicKey)
+	if err != nil {
+		return err
+	}
+	if a.Status == registry.Offline {
+		if err := h.worlds.SetRegistryPresence(r.Context(), a.AWNID, false); err != nil {
+			return err
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
 	return nil

@@ -41,3 +41,31 @@ func VisibleIDs(t testing.TB, st store.Store, w, awnID string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// CountShared returns how many events of type typ the shared partition of
+// world w holds (a test that counts the events its writes made leaves out
+// those the world makes itself, such as presence.changed).
+func CountShared(t testing.TB, st store.Store, w, typ string) int {
+	t.Helper()
+	n := 0
+	q := store.Query{PK: world.SharedEventsPK(w)}
+	for {
+		page, err := st.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			e, err := world.DecodeEvent(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Type == typ {
+				n++
+			}
+		}
+		if page.Cursor == "" {
+			return n
+		}
+		q.Cursor = page.Cursor
+	}
+}

@@ -1,0 +1,290 @@
+package world
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// The agent's own view (GET /v0/agents/{awnId}/worlds): the worlds an
+// agent joined and owns, with its presence and webhook health in each.
+//
+// # Items
+//
+//	item          pk             sk               type
+//	joined index  AWN#<awnId>    JOINED#<world>   agentworld  (world, publicKey, joinedAt)
+//	owned index   AWN#<awnId>    OWNS#<world>     agentworld  (world, publicKey, createdAt)
+//
+// The joined item is written in the join's transaction and deleted in the
+// transaction of the leave, kick or ban that ends the membership, so it
+// exists exactly while the member item does. The owned item is written
+// with the manifest when the world is created (worlds created before it
+// existed have none). Both carry the agent's public key, so the view's
+// signature verifies for an agent that never registered (AgentKey). A
+// page of the view is 1 Query of the agent's
+// partition, then per joined world 2 GetItems (member, webhook) and per
+// owned world 1 GetItem (manifest), run concurrently; an index item whose
+// world or membership is gone (a world being deleted) is left out.
+
+// TypeAgentWorld is the type attribute of the agent's index items.
+const TypeAgentWorld = "agentworld"
+
+const (
+	agentPrefix  = "AWN#"
+	joinedPrefix = "JOINED#"
+	ownsPrefix   = "OWNS#"
+	// viewFanout bounds the concurrent reads of one page of the view.
+	viewFanout = 16
+)
+
+// AgentPK is the partition of awnID's index of worlds.
+func AgentPK(awnID string) string { return agentPrefix + awnID }
+
+func joinedIndexKey(world, awnID string) store.Key {
+	return store.Key{PK: AgentPK(awnID), SK: joinedPrefix + world}
+}
+
+func ownedIndexKey(world, awnID string) store.Key {
+	return store.Key{PK: AgentPK(awnID), SK: ownsPrefix + world}
+}
+
+func joinedIndexPut(world string, pub ed25519.PublicKey, at time.Time) store.Action {
+	return store.Put(joinedIndexKey(world, auth.AWNID(pub)), store.Item{
+		AttrType:      store.S(TypeAgentWorld),
+		attrWorld:     store.S(world),
+		attrPublicKey: store.B(pub),
+		attrJoinedAt:  store.N(at.UnixNano()),
+	})
+}
+
+func ownedIndexPut(world string, pub ed25519.PublicKey, at time.Time) store.Action {
+	return store.Put(ownedIndexKey(world, auth.AWNID(pub)), store.Item{
+		AttrType:      store.S(TypeAgentWorld),
+		attrWorld:     store.S(world),
+		attrPublicKey: store.B(pub),
+		attrCreatedAt: store.N(at.UnixNano()),
+	})
+}
+
+// AgentKey returns the public key of awnID if it has joined or owns a world
+// (its index items carry it) and its keyid is keyID: the key that signs a
+// request for its own view. None → an error of kind NotFound. Cost: 1
+// Query of at most 1 item.
+func (s *Service) AgentKey(ctx context.Context, awnID, keyID string) (ed25519.PublicKey, error) {
+	none := apierror.New(apierror.NotFound, "no world knows the key of %s", apierror.Quote(awnID))
+	if !ValidAWNID(awnID) {
+		return nil, none
+	}
+	page, err := s.store.Query(ctx, store.Query{PK: AgentPK(awnID), Limit: 1})
+	if err != nil {
+		return nil, apierror.FromStore("read the agent's key", err)
+	}
+	if len(page.Items) == 0 {
+		return nil, none
+	}
+	pub := ed25519.PublicKey(page.Items[0].Bytes(attrPublicKey))
+	if len(pub) != ed25519.PublicKeySize || auth.AWNID(pub) != awnID || auth.KeyID(pub) != keyID {
+		return nil, none
+	}
+	return pub, nil
+}
+
+// Roles of a world in the agent's view.
+const (
+	RoleMember = "member"
+	RoleOwner  = "owner"
+)
+
+// AgentWorld is one row of the agent's view: a world it joined (with its
+// membership, presence and webhook) or owns (with the manifest).
+type AgentWorld struct {
+	World string
+	Role  string
+	// Member, Presence and Hook: a joined world.
+	Member   Member
+	Presence string
+	Hook     Hook
+	// Manifest: an owned world.
+	Manifest Manifest
+}
+
+// AgentWorldPage is one page of the agent's view.
+type AgentWorldPage struct {
+	Worlds []AgentWorld
+	// Cursor continues the view ("" on the last page).
+	Cursor string
+}
+
+// AgentWorlds lists the worlds awnID joined, then those it owns, each by
+// world id: at most limit rows (1..MaxListLimit, 0 = DefaultListLimit)
+// after cursor (what a previous page returned). An agent with none gets an
+// empty page: joining nothing is no error. Cost: see the items above.
+func (s *Service) AgentWorlds(ctx context.Context, awnID string, limit int, cursor string) (AgentWorldPage, error) {
+	switch {
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return AgentWorldPage{}, invalid("limit must be between 1 and %d, not %d", MaxListLimit, limit)
+	}
+	if !ValidAWNID(awnID) {
+		return AgentWorldPage{}, invalid("awnId must be aw:sha256: and 64 lowercase hex digits; got %s", apierror.Quote(awnID))
+	}
+	lo := ""
+	if cursor != "" {
+		w, ok := strings.CutPrefix(cursor, joinedPrefix)
+		if !ok {
+			w, ok = strings.CutPrefix(cursor, ownsPrefix)
+		}
+		if !ok || !worldIDShape.Match(w) {
+			return AgentWorldPage{}, invalid("cursor must be the cursor a previous page returned; got %s", apierror.Quote(cursor))
+		}
+		lo = cursor + "\x00"
+	}
+	q := store.Query{PK: AgentPK(awnID), Limit: limit + 1}
+	if lo != "" {
+		q.SK = store.SKGE(lo)
+	}
+	page, err := s.store.Query(ctx, q)
+	if err != nil {
+		return AgentWorldPage{}, apierror.FromStore("list the agent's worlds", err)
+	}
+	items := page.Items
+	out := AgentWorldPage{Worlds: []AgentWorld{}}
+	if len(items) > limit {
+		items = items[:limit]
+		out.Cursor = items[limit-1].Key().SK
+	}
+	rows := make([]AgentWorld, len(items))
+	keep := make([]bool, len(items))
+	errs := make([]error, len(items))
+	sem := make(chan struct{}, viewFanout)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		sk := it.Key().SK
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rows[i], keep[i], errs[i] = s.viewRow(ctx, awnID, sk)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return AgentWorldPage{}, err
+	}
+	for i, r := range rows {
+		if keep[i] {
+			out.Worlds = append(out.Worlds, r)
+		}
+	}
+	return out, nil
+}
+
+// viewRow reads one row of the view; false when its world or membership
+// is gone.
+func (s *Service) viewRow(ctx context.Context, awnID, sk string) (AgentWorld, bool, error) {
+	if w, ok := strings.CutPrefix(sk, joinedPrefix); ok {
+		m, err := s.readMember(ctx, w, awnID)
+		if errors.Is(err, store.ErrNotFound) {
+			return AgentWorld{}, false, nil
+		}
+		if err != nil {
+			return AgentWorld{}, false, apierror.FromStore("read member", err)
+		}
+		h, err := s.readHook(ctx, w, awnID)
+		if err != nil {
+			return AgentWorld{}, false, apierror.FromStore("read webhook", err)
+		}
+		return AgentWorld{World: w, Role: RoleMember, Member: m, Hook: h, Presence: PresenceOf(m, h, s.now())}, true, nil
+	}
+	if w, ok := strings.CutPrefix(sk, ownsPrefix); ok {
+		m, err := s.GetWorld(ctx, w)
+		if apierror.KindOf(err) == apierror.NotFound {
+			return AgentWorld{}, false, nil
+		}
+		if err != nil {
+			return AgentWorld{}, false, err
+		}
+		return AgentWorld{World: w, Role: RoleOwner, Manifest: m}, true, nil
+	}
+	return AgentWorld{}, false, internal(fmt.Errorf("world: index item %q of %s", sk, awnID))
+}
+
+// SetRegistryPresence carries a registration's presence to every world
+// awnID joined: offline sets registryOffline on each membership (which
+// overrides every other sign of presence), online clears it, and where the
+// presence the world announced changes, presence.changed is committed with
+// the update. Cost: 1 Query per 100 joined worlds, then per world 1 GetItem
+// (member) and 1 GetItem (webhook), plus 1 commit where presence changed
+// and 1 UpdateItem where it did not.
+func (s *Service) SetRegistryPresence(ctx context.Context, awnID string, offline bool) error {
+	if !ValidAWNID(awnID) {
+		return nil // no such agent can have joined a world
+	}
+	q := store.Query{PK: AgentPK(awnID), SK: store.SKPrefix(joinedPrefix), Limit: MaxListLimit}
+	for {
+		page, err := s.store.Query(ctx, q)
+		if err != nil {
+			return apierror.FromStore("list the agent's worlds", err)
+		}
+		for _, it := range page.Items {
+			w := strings.TrimPrefix(it.Key().SK, joinedPrefix)
+			if err := s.setRegistryPresence(ctx, w, awnID, offline); err != nil {
+				return err
+			}
+		}
+		if page.Cursor == "" || len(page.Items) == 0 {
+			return nil
+		}
+		q.Cursor = page.Cursor
+	}
+}
+
+func (s *Service) setRegistryPresence(ctx context.Context, world, awnID string, offline bool) error {
+	set := func(a store.Action) store.Action {
+		if offline {
+			return a.SetAttr(attrRegistryOffline, store.Bool(true))
+		}
+		return a.Del(attrRegistryOffline)
+	}
+	for range moderationAttempts {
+		m, err := s.readMember(ctx, world, awnID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // left meanwhile
+		}
+		if err != nil {
+			return apierror.FromStore("read member", err)
+		}
+		h, err := s.readHook(ctx, world, awnID)
+		if err != nil {
+			return apierror.FromStore("read webhook", err)
+		}
+		next := m
+		next.RegistryOffline = offline
+		p := PresenceOf(next, h, s.now())
+		if p != m.announced() {
+			ok, err := s.announce(ctx, m, p, time.Time{}, set)
+			if err != nil || ok {
+				return err
+			}
+			continue // presence announced meanwhile: read again
+		}
+		_, err = s.store.Write(ctx, set(store.Update(MemberKey(world, awnID))).When(store.Eq(attrJoinedAt, store.N(m.JoinedAt.UnixNano()))))
+		if errors.Is(err, store.ErrConditionFailed) {
+			continue
+		}
+		if err != nil {
+			return apierror.FromStore("set registry presence", err)
+		}
+		return nil
+	}
+	return &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
+		Message: "the membership is changing concurrently; retry"}
+}

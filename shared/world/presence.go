@@ -1,0 +1,312 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Presence: one rule, wherever presence shows (the agents list, ping, the
+// agent's own view, presence.changed). A member is online while
+//
+//   - it holds an event stream open (the member item's streamUntil, a lease
+//     the stream refreshes, is in the future),
+//   - it polled events within ReachableWithin (lastPollAt), or
+//   - its webhook answered the last delivery or probe sent to it (the
+//     latest of the webhook item's lastSuccessAt / lastErrorAt and the
+//     member item's probeOkAt / probeFailAt is a success, and the webhook
+//     is enabled),
+//
+// unless its registration is offline (PUT /api/v1/agents/{name}/presence):
+// registryOffline on the member item, kept by SetRegistryPresence in every
+// world the agent joined, overrides all three.
+//
+// # presence.changed
+//
+// The member item holds presence, the presence last announced in the
+// world (absent: offline, as a new member is). A change is announced by the
+// write that makes it, with no background scanner: a poll after a
+// silence (MarkPolled: its update is conditioned on the member being
+// announced online and polled recently, so a steady poller pays nothing
+// more; the condition failing is the signal), a registry presence change
+// (SetRegistryPresence), a ping's probe of a webhook (RecordProbe). Each
+// commits presence.changed with an update of presence conditioned on the
+// value it read, so of racing writers one announces a change.
+//
+// Going stale needs no write: 30 s without a poll passes silently. The
+// lists and ping always compute presence from the rule, so they show it at
+// once; the announcement comes when the silence is next observed — the
+// member's next poll announces offline (data.since: when its last poll went
+// stale) and then online, a ping of it announces offline. A member that
+// stops polling and is never pinged again is shown offline everywhere but
+// its offline is announced only then. A scheduled sweep would announce it
+// on time at the price of a scan of every member every few seconds.
+
+// Attributes of presence on the member item.
+const (
+	attrPresence        = "presence"
+	attrRegistryOffline = "registryOffline"
+	attrStreamUntil     = "streamUntil"
+	attrProbeOKAt       = "probeOkAt"
+	attrProbeFailAt     = "probeFailAt"
+)
+
+// Attributes of the webhook item (package webhook writes them) that the
+// presence rule reads.
+const (
+	hookAttrEnabled       = "enabled"
+	hookAttrLastSuccessAt = "lastSuccessAt"
+	hookAttrLastErrorAt   = "lastErrorAt"
+	hookAttrURL           = "url"
+	hookAttrLastError     = "lastError"
+	hookAttrDelivered     = "delivered"
+	hookAttrFailed        = "failed"
+)
+
+// Hook is what the presence rule and the agent's view read of a member's
+// webhook: whether one is set, and how it answered.
+type Hook struct {
+	Set       bool
+	URL       string
+	Enabled   bool
+	Delivered int64
+	Failed    int64
+	LastError string
+	// LastSuccessAt and LastErrorAt are the latest delivery outcomes.
+	LastSuccessAt, LastErrorAt time.Time
+}
+
+func decodeHook(it store.Item) Hook {
+	if it == nil {
+		return Hook{}
+	}
+	return Hook{
+		Set: true, URL: it.Str(hookAttrURL), Enabled: it.BoolAttr(hookAttrEnabled),
+		Delivered: intAttr(it, hookAttrDelivered), Failed: intAttr(it, hookAttrFailed),
+		LastError:     it.Str(hookAttrLastError),
+		LastSuccessAt: timeAttr(it, hookAttrLastSuccessAt), LastErrorAt: timeAttr(it, hookAttrLastErrorAt),
+	}
+}
+
+func intAttr(it store.Item, name string) int64 {
+	n, err := it.Int(name)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+func timeAttr(it store.Item, name string) time.Time {
+	n := intAttr(it, name)
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// Answered reports whether the member's webhook answered the last delivery
+// or probe sent to it (m carries the probes' outcomes).
+func Answered(m Member, h Hook) bool {
+	if !h.Set || !h.Enabled {
+		return false
+	}
+	ok := later(h.LastSuccessAt, m.ProbeOKAt)
+	fail := later(h.LastErrorAt, m.ProbeFailAt)
+	return !ok.IsZero() && !ok.Before(fail)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// PresenceOf is the presence rule: m's presence at now with its webhook h.
+func PresenceOf(m Member, h Hook, now time.Time) string {
+	if m.RegistryOffline {
+		return PresenceOffline
+	}
+	if now.Before(m.StreamUntil) || polledWithin(m, now) || Answered(m, h) {
+		return PresenceOnline
+	}
+	return PresenceOffline
+}
+
+// presenceData is the payload of presence.changed.
+type presenceData struct {
+	AWNID    string `json:"awnId"`
+	Presence string `json:"presence"`
+	// Since is when the change happened when that was before its
+	// announcement (a poll that went stale); absent otherwise.
+	Since string `json:"since,omitempty"`
+}
+
+// announce commits presence.changed to presence for m, with an update of
+// the member item's presence conditioned on the value m holds (and its
+// membership), plus set. It reports whether it announced: false when a
+// racing writer changed presence first (or the member left).
+func (s *Service) announce(ctx context.Context, m Member, presence string, since time.Time, set func(store.Action) store.Action) (bool, error) {
+	now := s.now().UTC()
+	d := presenceData{AWNID: m.AWNID, Presence: presence}
+	if !since.IsZero() && since.Before(now) {
+		d.Since = since.UTC().Format(time.RFC3339Nano)
+	}
+	ev, err := s.ids.NewEvent(m.World, PresenceChanged, Agents, "", d, now)
+	if err != nil {
+		return false, internal(err)
+	}
+	cond := store.Eq(attrJoinedAt, store.N(m.JoinedAt.UnixNano()))
+	if m.Announced == PresenceOnline {
+		cond = store.And(cond, store.Eq(attrPresence, store.S(PresenceOnline)))
+	} else {
+		cond = store.And(cond, store.Or(store.NotExists(attrPresence), store.Eq(attrPresence, store.S(PresenceOffline))))
+	}
+	up := store.Update(MemberKey(m.World, m.AWNID)).SetAttr(attrPresence, store.S(presence)).When(cond)
+	if set != nil {
+		up = set(up)
+	}
+	_, err = s.log.Commit(ctx, ev, up)
+	if errors.Is(err, store.ErrConditionFailed) {
+		return false, nil
+	}
+	if err != nil {
+		return false, apierror.FromStore("announce presence", err)
+	}
+	return true, nil
+}
+
+// readHook reads awnID's webhook item in world (absent: Hook{}).
+func (s *Service) readHook(ctx context.Context, world, awnID string) (Hook, error) {
+	it, err := s.store.Get(ctx, WebhookKey(world, awnID))
+	if errors.Is(err, store.ErrNotFound) {
+		return Hook{}, nil
+	}
+	if err != nil {
+		return Hook{}, err
+	}
+	return decodeHook(it), nil
+}
+
+// settle announces m's presence at now when it differs from the one
+// announced, reading its webhook; a racing announcement wins quietly.
+func (s *Service) settle(ctx context.Context, m Member) error {
+	h, err := s.readHook(ctx, m.World, m.AWNID)
+	if err != nil {
+		return apierror.FromStore("read webhook", err)
+	}
+	p := PresenceOf(m, h, s.now())
+	if p == m.announced() {
+		return nil
+	}
+	var since time.Time
+	if p == PresenceOffline && !m.LastPollAt.IsZero() {
+		since = m.LastPollAt.Add(ReachableWithin)
+	}
+	_, err = s.announce(ctx, m, p, since, nil)
+	return err
+}
+
+func (m Member) announced() string {
+	if m.Announced == PresenceOnline {
+		return PresenceOnline
+	}
+	return PresenceOffline
+}
+
+// SettlePresence announces awnID's presence in world when it changed since
+// it was last announced (presence.changed): what a ping of it does, and
+// what a writer of the rule's inputs outside this package (the event
+// stream, webhook delivery) calls after its write. Not a member →
+// NotFound. Cost: 2 GetItems (member, webhook), plus one commit when the
+// presence changed.
+func (s *Service) SettlePresence(ctx context.Context, world, awnID string) error {
+	m, err := s.Member(ctx, world, awnID)
+	if err != nil {
+		return err
+	}
+	return s.settle(ctx, m)
+}
+
+// RecordProbe keeps the outcome of a live probe of target's webhook (ping)
+// on its member item, so that presence counts it as an answer (or its
+// absence), and announces a change of presence. Not a member → NotFound.
+// Cost: 1 UpdateItem returning the member, 1 GetItem (its webhook), plus
+// one commit when the presence changed.
+func (s *Service) RecordProbe(ctx context.Context, world, target string, answered bool) error {
+	if !validMember(world, target) {
+		return memberNotFound(world, target)
+	}
+	attr := attrProbeFailAt
+	if answered {
+		attr = attrProbeOKAt
+	}
+	res, err := s.store.Write(ctx, store.Update(MemberKey(world, target)).
+		SetAttr(attr, store.N(s.now().UTC().UnixNano())).When(store.ItemExists()).Returning())
+	if errors.Is(err, store.ErrConditionFailed) {
+		return memberNotFound(world, target)
+	}
+	if err != nil {
+		return apierror.FromStore("record probe", err)
+	}
+	m, err := decodeMember(world, res[0])
+	if err != nil {
+		return internal(err)
+	}
+	return s.settle(ctx, m)
+}
+
+// PresenceIn returns target's presence in world by the rule (2 GetItems:
+// member and webhook). Not a member → NotFound.
+func (s *Service) PresenceIn(ctx context.Context, world, target string) (Member, string, error) {
+	m, err := s.Member(ctx, world, target)
+	if err != nil {
+		return Member{}, "", err
+	}
+	h, err := s.readHook(ctx, world, target)
+	if err != nil {
+		return Member{}, "", apierror.FromStore("read webhook", err)
+	}
+	return m, PresenceOf(m, h, s.now()), nil
+}
+
+// Probe is a live probe of a member's webhook (webhook.Dispatcher.Probe):
+// answered within the probe's timeout, and the round trip; a member without
+// an enabled webhook is not answered (false, no error).
+type Probe func(ctx context.Context, world, target string) (bool, time.Duration, error)
+
+// Ping is the ping of target in world: NotFound when it is no member;
+// unreachable without a probe when its registration is offline; reachable
+// with the round trip (live true) when probe reaches its webhook — which is
+// recorded (RecordProbe) and may announce a change of presence — and
+// otherwise reachable when it polled within ReachableWithin or holds a
+// stream open (live false). A nil probe skips the live probe. Cost: 1
+// GetItem, then with a probe 1 UpdateItem and 1 GetItem (RecordProbe), plus
+// a commit when presence changed.
+func (s *Service) Ping(ctx context.Context, world, target string, probe Probe) (ok bool, latency time.Duration, live bool, err error) {
+	m, err := s.Member(ctx, world, target)
+	if err != nil {
+		return false, 0, false, err
+	}
+	if m.RegistryOffline {
+		return false, 0, false, nil
+	}
+	if probe != nil {
+		ok, rtt, err := probe(ctx, world, target)
+		if err != nil {
+			return false, 0, false, err
+		}
+		if err := s.RecordProbe(ctx, world, target, ok); err != nil {
+			return false, 0, false, err
+		}
+		if ok {
+			return true, rtt, true, nil
+		}
+	} else if err := s.settle(ctx, m); err != nil {
+		return false, 0, false, err
+	}
+	return reachable(m, s.now()), 0, false, nil
+}
