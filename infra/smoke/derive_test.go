@@ -53,6 +53,9 @@ var sampleParams = map[string]string{
 	"world": sampleWorld,
 	"name":  smokeAgent,
 	"keyid": auth.KeyID(smokePub(smokeOwner)),
+	// An agent's own routes name the agent that signs them: the owner,
+	// whose worlds the table holds.
+	"awnId": auth.AWNID(smokePub(smokeOwner)),
 }
 
 const defaultParam = "smoke"
@@ -69,7 +72,13 @@ var sampleEnvValues = map[string]string{
 // sampleEnv is the environment a function's main gets on top of the
 // table's static one: a sample for each variable that needs one.
 func sampleEnv(fn routes.Function) []string {
+	// Every queue of the table at a loopback URL where nothing listens, as
+	// the deploy sets QUEUE_URL_* (the functions build their SQS clients at
+	// start; no sample makes them send, and a send would fail, not hang).
 	var env []string
+	for _, q := range routes.Queues() {
+		env = append(env, routes.QueueURLEnv(q.Name)+"=http://127.0.0.1:9/"+q.Name)
+	}
 	for k := range fn.Env {
 		if v, ok := sampleEnvValues[k]; ok {
 			env = append(env, k+"="+v)
@@ -97,8 +106,12 @@ func samplePath(pattern string) string {
 
 // signerFor is the key a derived request of a route of kind a is signed
 // with: the one the route's rule admits in the seeded table.
-func signerFor(a routes.Auth) (ed25519.PrivateKey, error) {
-	switch a {
+func signerFor(r routes.Route) (ed25519.PrivateKey, error) {
+	if strings.Contains(r.Path, "{awnId}") {
+		// Signed by the agent the path names (sampleParams).
+		return smokeOwner, nil
+	}
+	switch r.Auth {
 	case routes.Signed:
 		return smokeOutsider, nil
 	case routes.Member:
@@ -106,7 +119,7 @@ func signerFor(a routes.Auth) (ed25519.PrivateKey, error) {
 	case routes.Owner:
 		return smokeOwner, nil
 	}
-	return nil, fmt.Errorf("auth kind %q: the smoke test does not know which key signs it; add it to signerFor in infra/smoke/derive_test.go", a)
+	return nil, fmt.Errorf("auth kind %q: the smoke test does not know which key signs it; add it to signerFor in infra/smoke/derive_test.go", r.Auth)
 }
 
 // derive returns the invocations the route table implies for the named
@@ -146,7 +159,7 @@ func derive(name string) ([]invocation, error) {
 			out = append(out, invocation{what: what, method: method, path: path, body: body, respond: answered(what)})
 			continue
 		}
-		key, err := signerFor(r.Auth)
+		key, err := signerFor(r)
 		if err != nil {
 			return nil, fmt.Errorf("function %s, route %s: %w", name, r.Key(), err)
 		}
@@ -310,7 +323,7 @@ func TestDerive(t *testing.T) {
 	if _, err := triggerInvocation(routes.Trigger{Kind: "sqs-queue"}); err == nil || !strings.Contains(err.Error(), `"sqs-queue" has no sample event`) {
 		t.Errorf("an unknown trigger kind: %v, want an error naming it", err)
 	}
-	if _, err := signerFor("admin"); err == nil || !strings.Contains(err.Error(), `"admin"`) {
+	if _, err := signerFor(routes.Route{Auth: "admin"}); err == nil || !strings.Contains(err.Error(), `"admin"`) {
 		t.Errorf("an unknown auth kind: %v, want an error naming it", err)
 	}
 	if got := samplePath("/v0/worlds/{world}/things/{thing}/{rest+}"); got != "/v0/worlds/lobby/things/smoke/smoke" {
