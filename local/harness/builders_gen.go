@@ -36,6 +36,7 @@ func builders() map[string]function.Builder {
 		"world-get":            worldhttp.BuildGet,
 		"world-join":           worldhttp.BuildJoin,
 		"world-leave":          worldhttp.BuildLeave,
+		"world-list":           worldhttp.BuildDiscover,
 		"world-messages":       worldhttp.BuildMessages,
 		"world-ping":           worldhttp.BuildPing,
 		"world-put":            worldhttp.BuildPut,

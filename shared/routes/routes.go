@@ -152,6 +152,7 @@ var table = []Route{
 	// all but the public reads are read-write.
 	{Method: "PUT", Path: "/v0/worlds/{world}", Function: "world-put", Auth: Signed, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}", Function: "world-get", Auth: Public, Table: ReadOnly},
+	{Method: "GET", Path: "/v0/worlds", Function: "world-list", Auth: Public, Table: ReadOnly},
 	{Method: "POST", Path: "/v0/worlds/{world}/join", Function: "world-join", Auth: Signed, Table: ReadWrite},
 	{Method: "POST", Path: "/v0/worlds/{world}/leave", Function: "world-leave", Auth: Member, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}/agents", Function: "world-agents", Auth: Member, Table: ReadWrite},
@@ -180,6 +181,7 @@ var functions = []Function{
 	// a second before the deadline).
 	{Name: "world-put", Builder: "shared/worldhttp.BuildPut", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-get", Builder: "shared/worldhttp.BuildGet", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-list", Builder: "shared/worldhttp.BuildDiscover", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": ""}},
 	{Name: "world-join", Builder: "shared/worldhttp.BuildJoin", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-leave", Builder: "shared/worldhttp.BuildLeave", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-agents", Builder: "shared/worldhttp.BuildAgents", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_AGENTS": ""}},
