@@ -220,8 +220,8 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 		}
 		return d.signed(cfg.Verifier, keys, nil, spec.Handler), nil
 	case routes.Owner:
-		if cfg.Keys == nil || spec.Owns == nil {
-			return nil, errors.New("owner route needs Config.Keys and an Owns check")
+		if (cfg.Keys == nil && cfg.ParamKeys == nil) || spec.Owns == nil {
+			return nil, errors.New("owner route needs Config.Keys or Config.ParamKeys, and an Owns check")
 		}
 		check := func(r *http.Request, id Identity) error {
 			ok, err := spec.Owns(r.Context(), Params(r), id)
@@ -233,7 +233,10 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 			}
 			return nil
 		}
-		return d.signed(cfg.Verifier, stored, check, spec.Handler), nil
+		// The path-aware lookup, when configured, finds the key within
+		// the resource (a world's owner or members), so a stranger is
+		// refused before Owns runs.
+		return d.signed(cfg.Verifier, pathStored, check, spec.Handler), nil
 	case routes.Member:
 		if cfg.ParamKeys == nil && (cfg.Keys == nil || cfg.Members == nil) {
 			return nil, errors.New("member route needs Config.ParamKeys, or Config.Keys and Config.Members")

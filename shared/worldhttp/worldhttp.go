@@ -93,6 +93,12 @@ type handlerFunc func(http.ResponseWriter, *http.Request) error
 // from the body). Member routes verify against o.Members, signed ones
 // against their body key (and paramKeys when the body carries none).
 func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error)) (http.Handler, error) {
+	return serveRoutes(o, paramKeys, f, bodyKey, nil)
+}
+
+// serveRoutes is serve with owns, the ownership check of owner routes.
+func serveRoutes(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error),
+	owns func(ctx context.Context, params map[string]string, id access.Identity) (bool, error)) (http.Handler, error) {
 	fn := o.Function
 	if fn == "" {
 		return nil, errors.New("worldhttp: Options.Function names no function")
@@ -113,7 +119,7 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 		}
 		own = append(own, rt)
 		key := rt.Key()
-		rs[key] = access.Route{BodyKey: bodyKey, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rs[key] = access.Route{BodyKey: bodyKey, Owns: owns, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := f(w, r); err != nil {
 				if k := apierror.KindOf(err); k == apierror.Internal || k == apierror.Unavailable {
 					log.ErrorContext(r.Context(), "world request failed", "function", fn, "route", key, "err", err)
