@@ -65,6 +65,9 @@ const (
 	// a DynamoDB stream event source mapping.
 	MaxStreamBatchSize    = 10000
 	MaxStreamBatchWindowS = 300
+	// MaxStreamFilters is Lambda's default quota of filters per event
+	// source mapping.
+	MaxStreamFilters = 5
 )
 
 // Reserved concurrency. Every function gets its own reservation, so that a
@@ -247,6 +250,16 @@ func (s *Stack) addStreamTrigger(scope constructs.Construct, name string, tr rou
 		MaxRecordAge:            awscdk.Duration_Seconds(jsii.Number(StreamMaxRecordAgeS)),
 		ReportBatchItemFailures: jsii.Bool(tr.ReportBatchItemFailures),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(queue),
+	}
+	// The route table's filters, as the harness applies them: records no
+	// pattern matches never invoke the function (nor count as failures).
+	for _, pattern := range tr.Patterns() {
+		filters := []*map[string]any{}
+		if props.Filters != nil {
+			filters = *props.Filters
+		}
+		filters = append(filters, &map[string]any{"pattern": pattern})
+		props.Filters = &filters
 	}
 	if tr.BatchWindowSeconds > 0 {
 		props.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(float64(tr.BatchWindowSeconds)))

@@ -908,6 +908,7 @@ func TestCheckoutStack(t *testing.T) {
 			}
 		}
 	})
+	t.Run("stream filters are the harness's", func(t *testing.T) { checkStreamFilters(t, s) })
 	t.Run("table access matches routes.TableAccess", func(t *testing.T) {
 		for _, fn := range props.Functions {
 			if got, want := accessOf(props, fn.Name), routes.TableAccess(fn.Name); got != want {
@@ -1236,6 +1237,15 @@ func TestValidate(t *testing.T) {
 		{"stream window too long", func(p *stack.Props) {
 			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.StreamTrigger, BatchWindowSeconds: stack.MaxStreamBatchWindowS + 1}}
 		}, "batch window 301"},
+		{"empty stream filter", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.StreamTrigger, Filters: []routes.StreamFilter{{}}}}
+		}, "empty stream filter"},
+		{"too many stream filters", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.StreamTrigger, Filters: slices.Repeat([]routes.StreamFilter{routes.EventInserts()}, stack.MaxStreamFilters+1)}}
+		}, "6 stream filters"},
+		{"filter on a schedule", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.ScheduleTrigger, Schedule: "rate(1 minute)", Filters: []routes.StreamFilter{routes.EventInserts()}}}
+		}, "filters on a schedule"},
 		{"reservation for an unknown function", func(p *stack.Props) {
 			p.ReservedConcurrency = map[string]int{"fn-typo": 5}
 		}, `"fn-typo": no such function`},

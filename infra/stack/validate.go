@@ -68,8 +68,19 @@ func validate(p Props) error {
 				if tr.BatchWindowSeconds < 0 || tr.BatchWindowSeconds > MaxStreamBatchWindowS {
 					fail("function %q: stream batch window %d s outside 0..%d", fn.Name, tr.BatchWindowSeconds, MaxStreamBatchWindowS)
 				}
+				if len(tr.Filters) > MaxStreamFilters {
+					fail("function %q: %d stream filters, Lambda takes at most %d", fn.Name, len(tr.Filters), MaxStreamFilters)
+				}
+				for _, f := range tr.Filters {
+					if f.Pattern() == "{}" {
+						fail("function %q: an empty stream filter (it would match every record; leave Filters empty instead)", fn.Name)
+					}
+				}
 			case routes.ScheduleTrigger:
 				schedules++
+				if len(tr.Filters) > 0 {
+					fail("function %q: filters on a schedule trigger", fn.Name)
+				}
 				if !strings.HasPrefix(tr.Schedule, "rate(") && !strings.HasPrefix(tr.Schedule, "cron(") {
 					fail("function %q: schedule %q is not a rate(...) or cron(...) expression", fn.Name, tr.Schedule)
 				}

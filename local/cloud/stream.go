@@ -35,7 +35,9 @@ func (b Backoff) wait(failures int) time.Duration {
 // events.DynamoDBEvent batches, with the trigger's batch size and window.
 // A batch that fails (an error, a panic, a timeout, an unreadable
 // response) is retried with capped backoff until it succeeds: records are
-// never skipped. With ReportBatchItemFailures the function's
+// never skipped. Records that match none of the trigger's filters are
+// consumed without invoking the function, as Lambda's FilterCriteria
+// drops them. With ReportBatchItemFailures the function's
 // batchItemFailures are honoured: the feed is committed up to just before
 // the first failed record and reading resumes there.
 type Stream struct {
@@ -58,6 +60,10 @@ func (s *Stream) Run(ctx context.Context) error {
 		backoff = DefaultBackoff
 	}
 	window := time.Duration(s.Trigger.BatchWindowSeconds) * time.Second
+	filter, err := NewFilter(s.Trigger.Patterns())
+	if err != nil {
+		return fmt.Errorf("stream trigger of %s: %w", s.Entry.Name(), err)
+	}
 	consumer := s.Entry.Name()
 	failures := 0
 	for {
@@ -78,7 +84,7 @@ func (s *Stream) Run(ctx context.Context) error {
 		}
 		if err == nil {
 			var commit string
-			commit, err = s.deliver(ctx, recs)
+			commit, err = s.deliverFiltered(ctx, filter, recs)
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -104,16 +110,49 @@ func (s *Stream) Run(ctx context.Context) error {
 	}
 }
 
+// deliverFiltered hands the records that pass the trigger's filter to
+// deliver and returns the sequence number to commit ("" for none): records
+// the filter passes over are consumed as if acknowledged, as Lambda drops
+// them before it builds a batch, so a batch of only those invokes nothing.
+func (s *Stream) deliverFiltered(ctx context.Context, filter *Filter, recs []events.DynamoDBEventRecord) (string, error) {
+	var kept []events.DynamoDBEventRecord
+	var at []int // at[i] is kept[i]'s index in recs
+	for i, r := range recs {
+		ok, err := filter.MatchValue(r)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			kept = append(kept, r)
+			at = append(at, i)
+		}
+	}
+	acked := 0
+	var err error
+	if len(kept) > 0 {
+		acked, err = s.deliver(ctx, kept)
+	}
+	// Everything before the first kept record not acknowledged is consumed.
+	upTo := len(recs) - 1
+	if acked < len(kept) {
+		upTo = at[acked] - 1
+	}
+	if upTo < 0 {
+		return "", err
+	}
+	return recs[upTo].Change.SequenceNumber, err
+}
+
 // deliver invokes the function on one batch (trimmed to Lambda's payload
-// limit) and returns the sequence number to commit ("" for none) and an
-// error when part or all of the batch must be retried.
-func (s *Stream) deliver(ctx context.Context, recs []events.DynamoDBEventRecord) (string, error) {
+// limit) and returns how many of its first records were acknowledged and
+// an error when part or all of the batch must be retried.
+func (s *Stream) deliver(ctx context.Context, recs []events.DynamoDBEventRecord) (int, error) {
 	var payload []byte
 	for {
 		var err error
 		payload, err = json.Marshal(events.DynamoDBEvent{Records: recs})
 		if err != nil {
-			return "", fmt.Errorf("encode batch: %w", err)
+			return 0, fmt.Errorf("encode batch: %w", err)
 		}
 		// Like the event source mapping, hand over fewer records rather
 		// than an event Lambda would refuse.
@@ -124,20 +163,19 @@ func (s *Stream) deliver(ctx context.Context, recs []events.DynamoDBEventRecord)
 	}
 	out, err := s.Entry.Invoke(ctx, payload)
 	if err != nil {
-		return "", err
+		return 0, err
 	}
-	last := recs[len(recs)-1].Change.SequenceNumber
 	if !s.Trigger.ReportBatchItemFailures {
-		return last, nil
+		return len(recs), nil
 	}
 	var resp events.DynamoDBEventResponse
 	if len(out) > 0 && string(out) != "null" {
 		if err := json.Unmarshal(out, &resp); err != nil {
-			return "", fmt.Errorf("unreadable batch response (whole batch retried): %w", err)
+			return 0, fmt.Errorf("unreadable batch response (whole batch retried): %w", err)
 		}
 	}
 	if len(resp.BatchItemFailures) == 0 {
-		return last, nil
+		return len(recs), nil
 	}
 	// Lambda checkpoints before the lowest failed sequence number; a
 	// failure naming no record of the batch fails the whole batch.
@@ -145,15 +183,11 @@ func (s *Stream) deliver(ctx context.Context, recs []events.DynamoDBEventRecord)
 	for _, f := range resp.BatchItemFailures {
 		i := indexOf(recs, f.ItemIdentifier)
 		if i < 0 {
-			return "", fmt.Errorf("batchItemFailures names %q, not a record of the batch (whole batch retried)", f.ItemIdentifier)
+			return 0, fmt.Errorf("batchItemFailures names %q, not a record of the batch (whole batch retried)", f.ItemIdentifier)
 		}
 		first = min(first, i)
 	}
-	err = fmt.Errorf("function reported record %s failed", recs[first].Change.SequenceNumber)
-	if first == 0 {
-		return "", err
-	}
-	return recs[first-1].Change.SequenceNumber, err
+	return first, fmt.Errorf("function reported record %s failed", recs[first].Change.SequenceNumber)
 }
 
 func indexOf(recs []events.DynamoDBEventRecord, seq string) int {

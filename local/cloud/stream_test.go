@@ -271,3 +271,52 @@ func TestStreamBatchWindowGathers(t *testing.T) {
 		t.Errorf("batches %v, want one of two records", got)
 	}
 }
+
+// TestStreamFilterPassesOverRecords: with the route table's event filter,
+// only event INSERTs reach the function; the records around them are
+// consumed, and a batch of only filtered records invokes nothing. A
+// failure on a kept record still retries from that record.
+func TestStreamFilterPassesOverRecords(t *testing.T) {
+	f := newFakeFeed(0)
+	names := []string{"INSERT", "MODIFY", "INSERT", "REMOVE", "INSERT", "INSERT", "INSERT"}
+	pks := []string{"NONCE#x", "EVENTS#w", "EVENTS#w", "EVENTS#w", "EVENTS#w#aw:x", "RATE#x", "EVENTHEAD#w"}
+	for i := range names {
+		r := record(names[i], pks[i], "x")
+		r.Change.SequenceNumber = seq(i + 1)
+		f.recs = append(f.recs, r)
+	}
+	failed := false
+	r := &recorder{script: func(n int, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		if !failed && len(e.Records) == 2 {
+			// The second kept record fails once: records up to the first
+			// kept one are consumed, the second comes again.
+			failed = true
+			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: seq(5)}}}, nil
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}}
+	trig := routes.Trigger{Kind: routes.StreamTrigger, BatchSize: 10, ReportBatchItemFailures: true, Filters: []routes.StreamFilter{routes.EventInserts()}}
+	runStream(t, f, trig, r, func() bool { return f.committed("fn-stream") == 7 })
+	want := [][]string{{seq(3), seq(5)}, {seq(5)}}
+	if got := r.seen(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
+	}
+	if !slices.Equal(f.commits, []string{seq(4), seq(7)}) {
+		t.Errorf("commits %v, want past the first kept record, then to the end", f.commits)
+	}
+
+	// Only filtered records: consumed without an invocation.
+	f = newFakeFeed(0)
+	for i, pk := range []string{"NONCE#a", "RATE#b"} {
+		r := record("INSERT", pk, "x")
+		r.Change.SequenceNumber = seq(i + 1)
+		f.recs = append(f.recs, r)
+	}
+	r = &recorder{script: func(int, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return events.DynamoDBEventResponse{}, nil
+	}}
+	runStream(t, f, trig, r, func() bool { return f.committed("fn-stream") == 2 })
+	if got := r.seen(); len(got) != 0 {
+		t.Errorf("invoked with %v, want no invocation", got)
+	}
+}

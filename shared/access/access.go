@@ -1,23 +1,46 @@
 // Package access is the HTTP front of a function that serves several routes
-// of the route table, where each route carries its auth. A Dispatcher
-// finds the route the gateway matched — the event's routeKey in Lambda,
-// routes.Match elsewhere — and runs that route's handler behind the auth
-// middleware its table entry names: public, signed, member or owner. The
-// kind is read from the table, never chosen per handler, so a route cannot
-// silently lose its check; a route of the table without a handler, or a
-// handler without the hook its kind needs, is an error at start-up.
+// of the route table, where each route carries its auth. A Dispatcher takes
+// the route the gateway matched and runs that route's handler behind the
+// auth middleware its table entry names: public, signed, member or owner.
+// The kind is read from the table, never chosen per handler, so a route
+// cannot silently lose its check; a route of the table without a handler,
+// or a handler without the hook its kind needs, is an error at start-up.
+//
+// # One match
+//
+// Behind lambdahttp.Entry (every Lambda and the local harness) the route
+// and its path parameters are the API Gateway event's routeKey and
+// pathParameters (lambdahttp.RouteOf): the gateway's match is the only
+// one. Under a plain net/http server, where there is no event (tests), the
+// dispatcher matches the path itself exactly as the local gateway does
+// (routes.Match on the unescaped path), so both paths bind the same
+// parameters.
+//
+// # What a handler reads
+//
+//   - Param(r, "world") (or Params(r)): a path parameter of the matched
+//     route, unescaped;
+//   - Decode(r, &in): the body, read once and bounded (413 past the
+//     limit), decoded once by the one strict reader (shared/strictjson):
+//     valid UTF-8, no repeated key, keys matched case-exactly, unknown keys
+//     refused or ignored as Config.UnknownFields says for the surface; a
+//     failure is an apierror Invalid. Body(r) is the raw bytes;
+//   - IdentityFrom(r.Context()): who signed (key, keyid, awnId), on signed,
+//     owner and member routes;
+//   - RouteOf(r): the matched row of the route table.
+//
+// A handler checks what the values mean (required fields, ranges) once, in
+// the domain, and returns an *apierror.Error; the surface's renderer
+// (httperr.WriteRegistry, httperr.WriteWorld) writes it.
+//
+// # Keys
 //
 // Keys are found by Config.Keys (stored keys by keyid), by
 // Config.ParamKeys (keys within the resource the path names: a world's
 // members, so a non-member is refused with NOT_JOINED before anything
-// else), or, on signed routes, in the body (Route.BodyKey).
-//
-// Before any handler runs the body is read once, bounded (413 past the
-// limit), and handed on through Body; signed routes verify it against
-// Content-Digest. The authenticated identity (key, keyid, awnId) is put in
-// the request's context (IdentityFrom). Every failure renders through one
-// apierror renderer per surface: the registry's {error, message} or the
-// worlds' envelope.
+// else), or, on signed routes, in the body (Route.BodyKey). Signed routes
+// verify the body against Content-Digest. Every failure renders through the
+// surface's one renderer.
 package access
 
 import (
@@ -29,14 +52,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
-	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+	"github.com/a2awire/a2awire/shared/strictjson"
 )
 
 // DefaultMaxBody is the request body limit when Config.MaxBody is zero
@@ -113,6 +135,10 @@ type Config struct {
 	Render func(http.ResponseWriter, error)
 	// MaxBody bounds the request body; zero means DefaultMaxBody.
 	MaxBody int64
+	// UnknownFields is what Decode does with a body's key that names no
+	// field: the worlds refuse it (strictjson.RefuseUnknown), the registry
+	// and the webhook routes ignore it (the zero value).
+	UnknownFields strictjson.Unknown
 	// Log receives server-side failures; nil discards them.
 	Log *slog.Logger
 }
@@ -124,6 +150,7 @@ type Dispatcher struct {
 	custom  bool // Config.Table was given: match within it alone
 	render  func(http.ResponseWriter, error)
 	maxBody int64
+	unknown strictjson.Unknown
 	log     *slog.Logger
 }
 
@@ -143,7 +170,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if len(table) == 0 {
 		return nil, fmt.Errorf("access: function %q serves no route of the table", cfg.Function)
 	}
-	d := &Dispatcher{fn: cfg.Function, byKey: map[string]*bound{}, custom: cfg.Table != nil, render: cfg.Render, maxBody: cfg.MaxBody, log: cfg.Log}
+	d := &Dispatcher{fn: cfg.Function, byKey: map[string]*bound{}, custom: cfg.Table != nil, render: cfg.Render, maxBody: cfg.MaxBody, unknown: cfg.UnknownFields, log: cfg.Log}
 	if d.render == nil {
 		d.render = httperr.WriteRegistry
 	}
@@ -275,7 +302,9 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 		ver, err := v.VerifyRequest(r.Context(), auth.Request{Method: r.Method, Host: r.Host, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery,
 			Header: func(name string) (string, bool) { return lambdahttp.RawHeader(r, name) }}, body, lookup)
 		if err != nil {
-			d.fail(w, r, authError(err))
+			// An *auth.Error is an *apierror.Error: its kind takes the
+			// one table like any other.
+			d.fail(w, r, err)
 			return
 		}
 		id := Identity{KeyID: ver.KeyID, AWNID: ver.AWNID, PublicKey: ver.PublicKey}
@@ -288,27 +317,6 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// authError maps an *auth.Error to the apierror kind of its auth kind; the
-// message of a 401 names the rule that failed. An *apierror.Error a key
-// lookup returned (NotJoined from a world's member lookup) is kept as is.
-func authError(err error) error {
-	var api *apierror.Error
-	if errors.As(err, &api) {
-		return api
-	}
-	var ae *auth.Error
-	if !errors.As(err, &ae) {
-		return err
-	}
-	switch ae.Kind {
-	case auth.Unauthorized:
-		return &apierror.Error{Kind: apierror.Unauthorized, Message: ae.Message, Err: err}
-	case auth.Unavailable:
-		return &apierror.Error{Kind: apierror.Unavailable, Message: "temporarily unavailable; retry", Err: err}
-	}
-	return apierror.Wrap(apierror.Internal, err, "internal error; try again later")
 }
 
 // fail renders err and logs it when it is the server's fault.
@@ -338,56 +346,49 @@ func (d *Dispatcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	ctx := context.WithValue(r.Context(), requestKey{}, &request{route: b.route, params: params, body: body})
+	ctx := context.WithValue(r.Context(), requestKey{}, &request{route: b.route, params: params, body: body, unknown: d.unknown})
 	b.handler.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// match returns the route the gateway matched: the routeKey of the API
-// Gateway event behind the Lambda adapter, else the table's own matching.
-// Path parameters come from the matched pattern, unescaped per segment as
-// API Gateway passes them.
+// match returns the route the gateway matched and its path parameters.
+// Behind lambdahttp.Entry both are the event's — its routeKey and
+// pathParameters — and nothing is matched again. Without an event (a plain
+// net/http server, as in tests) the dispatcher matches the path itself,
+// exactly as the local gateway does: routes.Match on the unescaped path
+// (within Config.Table when one was given).
 func (d *Dispatcher) match(r *http.Request) (*bound, map[string]string, bool) {
-	var b *bound
-	if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && rc.RouteKey != "" {
-		b = d.byKey[rc.RouteKey]
-	} else if !d.custom {
+	if rt, ok := lambdahttp.RouteOf(r.Context()); ok {
+		b := d.byKey[rt.Key]
+		return b, rt.Params, b != nil
+	}
+	if !d.custom {
 		// The whole table decides, as API Gateway does: a more specific
 		// route of another function must not land here.
-		if rt, _, ok := routes.Match(r.Method, r.URL.EscapedPath()); ok {
-			b = d.byKey[rt.Key()]
+		rt, params, ok := routes.Match(r.Method, r.URL.Path)
+		if !ok {
+			return nil, nil, false
 		}
-	} else {
-		best := -1
-		for _, cand := range d.byKey {
-			if cand.route.Method != "ANY" && cand.route.Method != r.Method {
-				continue
+		b := d.byKey[rt.Key()]
+		return b, params, b != nil
+	}
+	var b *bound
+	var params map[string]string
+	best := -1
+	for _, cand := range d.byKey {
+		if cand.route.Method != "ANY" && cand.route.Method != r.Method {
+			continue
+		}
+		if p, score, ok := routes.MatchPattern(cand.route.Path, r.URL.Path); ok {
+			score *= 2
+			if cand.route.Method != "ANY" {
+				score++
 			}
-			if _, score, ok := routes.MatchPattern(cand.route.Path, r.URL.EscapedPath()); ok {
-				score *= 2
-				if cand.route.Method != "ANY" {
-					score++
-				}
-				if score > best {
-					b, best = cand, score
-				}
+			if score > best {
+				b, params, best = cand, p, score
 			}
 		}
 	}
-	if b == nil {
-		return nil, nil, false
-	}
-	raw, _, ok := routes.MatchPattern(b.route.Path, r.URL.EscapedPath())
-	if !ok {
-		return nil, nil, false
-	}
-	params := make(map[string]string, len(raw))
-	for k, v := range raw {
-		if u, err := url.PathUnescape(v); err == nil {
-			v = u
-		}
-		params[k] = v
-	}
-	return b, params, true
+	return b, params, b != nil
 }
 
 type (
@@ -397,9 +398,10 @@ type (
 
 // request is what the dispatcher learned about a request.
 type request struct {
-	route  routes.Route
-	params map[string]string
-	body   []byte
+	route   routes.Route
+	params  map[string]string
+	body    []byte
+	unknown strictjson.Unknown
 }
 
 func requestOf(r *http.Request) *request {

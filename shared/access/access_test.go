@@ -303,19 +303,19 @@ func TestSignedFailuresName401Rules(t *testing.T) {
 }
 
 // TestRouteKeyDispatch: behind lambdahttp.Entry the event's routeKey picks
-// the route (the path is not re-matched against the table), parameters are
-// unescaped as API Gateway passes them, and a routeKey of another function
-// is 404.
+// the route and the event's pathParameters are the parameters — the path
+// is not matched again (parameters the path would not give prove it) — and
+// a routeKey of another function is 404.
 func TestRouteKeyDispatch(t *testing.T) {
 	d, err := access.New(config(t, "t", testTable, time.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	entry := lambdahttp.Entry(d)
-	invoke := func(routeKey, path string) (int, map[string]any) {
+	invoke := func(routeKey, path string, params map[string]string) (int, map[string]any) {
 		r := httptest.NewRequest("GET", "http://api.test"+path, nil)
 		rt := routes.Route{Method: "GET", Path: strings.TrimPrefix(routeKey, "GET ")}
-		ev := cloud.BuildEvent(r, rt, nil, nil, time.Now())
+		ev := cloud.BuildEvent(r, rt, params, nil, time.Now())
 		resp, err := entry(context.Background(), ev)
 		if err != nil {
 			t.Fatal(err)
@@ -324,11 +324,15 @@ func TestRouteKeyDispatch(t *testing.T) {
 		_ = json.Unmarshal([]byte(resp.Body), &m)
 		return resp.StatusCode, m
 	}
-	status, m := invoke("GET /t/items/{name}", "/t/items/a%20b")
+	status, m := invoke("GET /t/items/{name}", "/t/items/a%20b", map[string]string{"name": "a b"})
 	if params, _ := m["params"].(map[string]any); status != 200 || m["matched"] != "GET /t/items/{name}" || params["name"] != "a b" {
 		t.Errorf("routeKey dispatch: %d %v", status, m)
 	}
-	if status, m := invoke("GET /agents/a2awire-clean/invoke", "/agents/a2awire-clean/invoke"); status != 404 || m["error"] != "not_found" {
+	status, m = invoke("GET /t/items/{name}", "/t/items/a%20b", map[string]string{"name": "from-the-event"})
+	if params, _ := m["params"].(map[string]any); status != 200 || params["name"] != "from-the-event" {
+		t.Errorf("parameters are the event's, not the path's: %d %v", status, m)
+	}
+	if status, m := invoke("GET /agents/a2awire-clean/invoke", "/agents/a2awire-clean/invoke", nil); status != 404 || m["error"] != "not_found" {
 		t.Errorf("another function's routeKey: %d %v, want 404", status, m)
 	}
 	// Without a routeKey (plain net/http) the table decides: the most
@@ -433,8 +437,9 @@ func TestDecodeJSON(t *testing.T) {
 
 // TestDecodeJSONNamesTheField: a value of the wrong JSON kind is refused
 // with the field's path and the kind wanted, worded without the invocation
-// surface's "input." (the field comes from protocol.FieldTypeError, not from
-// the message's text); a failure with no field says so in general terms.
+// surface's "input." (the field comes from the strict reader's typed error,
+// not from a message's text); a failure with no field says so in general
+// terms.
 func TestDecodeJSONNamesTheField(t *testing.T) {
 	type body struct {
 		Name  string `json:"name"`

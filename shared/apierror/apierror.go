@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/a2awire/a2awire/shared/store"
 )
 
 // Kind classifies an error; httperr maps it to a status.
@@ -34,6 +32,12 @@ const (
 	TooLarge
 	RateLimited
 	Unavailable
+	// The kinds below are the invocation protocol's (shared/protocol maps
+	// its codes to them); the registry and the worlds do not use them.
+	MethodNotAllowed
+	UnsupportedMedia
+	Unprocessable
+	Upstream
 )
 
 // codes are the kinds' snake_case codes (the registry surface shows them;
@@ -49,6 +53,11 @@ var codes = map[Kind]string{
 	TooLarge:     "payload_too_large",
 	RateLimited:  "rate_limited",
 	Unavailable:  "unavailable",
+	// The invocation protocol's.
+	MethodNotAllowed: "method_not_allowed",
+	UnsupportedMedia: "unsupported_media_type",
+	Unprocessable:    "invalid_request",
+	Upstream:         "upstream_error",
 }
 
 func (k Kind) String() string {
@@ -135,12 +144,14 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 const StoreRetryAfter = time.Second
 
 // FromStore maps a failure of the item API during op (e.g. "join world"):
-// an overloaded store or a request that ran out of time is Unavailable with
-// Retry-After, anything else Internal. The cause keeps op for logs; the
+// an overloaded store (an error answering Unavailable() true, as
+// store.ErrUnavailable does) or a request that ran out of time is
+// Unavailable with Retry-After, anything else Internal. The cause keeps op for logs; the
 // client sees neither.
 func FromStore(op string, err error) *Error {
 	err = fmt.Errorf("%s: %w", op, err)
-	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	var busy interface{ Unavailable() bool }
+	if (errors.As(err, &busy) && busy.Unavailable()) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &Error{Kind: Unavailable, RetryAfter: StoreRetryAfter, Message: "the service is busy; retry shortly", Err: err}
 	}
 	return Wrap(Internal, err, "internal error; try again later")

@@ -11,7 +11,8 @@
 //     shared/idempotency, shared/webhook (the dispatcher, not its
 //     delivery and signature subpackages, which are outbound HTTP),
 //     shared/store and its item API, shared/ident, shared/jsonlen, the
-//     domain error shared/apierror and the ledger's book
+//     one strict JSON reader shared/strictjson, the domain error
+//     shared/apierror and the ledger's book
 //     (functions/fixture-ledger/ledger/book.go, keyed.go) — imports,
 //     directly, no net/http, no aws-lambda-go, no aws-lambda-go-api-proxy
 //     and none of our HTTP layer (lambdahttp, access, httperr, worldhttp,
@@ -41,6 +42,11 @@
 //  4. Only shared/lambdahttp imports aws-lambda-go-api-proxy's
 //     httpadapter (which splits header values on commas), and lambdahttp
 //     links no store.
+//  5. The provider kit and buyer client, shared/protocol, links no store
+//     and nothing of AWS: its errors take their statuses from the one
+//     kind → status table (shared/httperr, over shared/apierror) and its
+//     JSON rules from shared/strictjson, and those stay leaves that a
+//     buyer's binary can link.
 package architecture_test
 
 import (
@@ -72,6 +78,7 @@ var (
 	domainDirs = []string{
 		"shared/world", "shared/inbox", "shared/registry", "shared/ratelimit", "shared/idempotency",
 		"shared/webhook", "shared/store", "shared/ident", "shared/jsonlen", "shared/apierror",
+		"shared/strictjson",
 	}
 	domainFiles = []string{
 		"functions/fixture-ledger/ledger/book.go", "functions/fixture-ledger/ledger/keyed.go",
@@ -433,6 +440,43 @@ func TestLambdaHTTPLinksNoStore(t *testing.T) {
 			t.Errorf("lambdahttp depends on %s", dep)
 		}
 	}
+}
+
+// TestProtocolLinksNoStoreOrAWS checks rule 5 on what the go tool links.
+func TestProtocolLinksNoStoreOrAWS(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", module+"shared/protocol").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"shared/httperr") {
+		t.Fatalf("shared/protocol does not link shared/httperr: its statuses are not the one table's")
+	}
+	for _, v := range kitViolations(deps) {
+		t.Errorf("shared/protocol links %s", v)
+	}
+}
+
+// TestKitViolationsCatches: the rule 5 checker finds a store and an AWS
+// package among a kit's dependencies.
+func TestKitViolationsCatches(t *testing.T) {
+	got := kitViolations([]string{"fmt", module + "shared/apierror", module + "shared/store", "github.com/aws/aws-lambda-go/events"})
+	if want := []string{module + "shared/store", "github.com/aws/aws-lambda-go/events"}; !slices.Equal(got, want) {
+		t.Errorf("kitViolations = %v, want %v", got, want)
+	}
+}
+
+// kitViolations are the dependencies of the provider kit that rule 5
+// forbids.
+func kitViolations(deps []string) []string {
+	var out []string
+	for _, dep := range deps {
+		if strings.HasPrefix(dep, module+"shared/store") || strings.HasPrefix(dep, "github.com/aws/") {
+			out = append(out, dep)
+		}
+	}
+	return out
 }
 
 // TestPackageLevelRegexpsCatches: the source check finds a package-level

@@ -20,56 +20,32 @@ package auth
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/a2awire/a2awire/shared/apierror"
 )
 
-// Kind classifies an Error; the route middleware maps it to a status
-// (Unauthorized → 401, Unavailable → 503, Internal → 500).
-type Kind int
+// Error is the one domain error type, apierror.Error: a verification
+// failure carries a kind (Unauthorized, Unavailable, Internal) that the
+// HTTP layer's one kind → status table maps like any other, so nothing
+// translates it. Message names the rule that failed ("signature expired",
+// "nonce already used") and never an expected value, so it is safe to send
+// to the client; Err is the cause, for logs.
+type Error = apierror.Error
 
-// Kinds of Error.
+// Kind is the kind of an Error (apierror.Kind).
+type Kind = apierror.Kind
+
+// The kinds a verification fails with.
 const (
-	// Unauthorized: the request breaks a rule of §7. The message names
-	// the rule and may be shown to the client.
-	Unauthorized Kind = iota + 1
+	// Unauthorized: the request breaks a rule of the signature profile.
+	// The message names the rule and may be shown to the client.
+	Unauthorized = apierror.Unauthorized
 	// Unavailable: the nonce store is overloaded; the client may retry.
-	Unavailable
+	Unavailable = apierror.Unavailable
 	// Internal: the nonce store or the key lookup failed. The message is
 	// generic; the cause is in Err, for logs only.
-	Internal
+	Internal = apierror.Internal
 )
-
-// String returns the kind's snake_case name.
-func (k Kind) String() string {
-	switch k {
-	case Unauthorized:
-		return "unauthorized"
-	case Unavailable:
-		return "unavailable"
-	case Internal:
-		return "internal"
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
-}
-
-// Error is the one error type of the package. Message names the rule that
-// failed ("signature expired", "nonce already used") and never an expected
-// value, so it is safe to send to the client; Err is the cause, for logs.
-type Error struct {
-	Kind    Kind
-	Message string
-	Err     error
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return e.Message + ": " + e.Err.Error()
-	}
-	return e.Message
-}
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
 
 // unauthorized builds the 401 error of a failed rule.
 func unauthorized(msg string) *Error { return &Error{Kind: Unauthorized, Message: msg} }

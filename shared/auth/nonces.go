@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/store"
@@ -49,10 +50,12 @@ func (n *Nonces) Claim(ctx context.Context, keyID, nonce string, expires, now ti
 }
 
 // storeError wraps a failure of a dependency: Unavailable when the store
-// says it is overloaded, Internal otherwise. The message is generic.
-func storeError(msg string, err error) *Error {
+// says it is overloaded, Internal otherwise, with a generic message; what
+// failed (what) stays in the cause, for logs.
+func storeError(what string, err error) *Error {
+	err = fmt.Errorf("auth: %s: %w", what, err)
 	if errors.Is(err, store.ErrUnavailable) {
-		return &Error{Kind: Unavailable, Message: "temporarily unavailable", Err: err}
+		return &Error{Kind: Unavailable, Message: "temporarily unavailable; retry", Err: err}
 	}
-	return &Error{Kind: Internal, Message: msg, Err: err}
+	return &Error{Kind: Internal, Message: "internal error; try again later", Err: err}
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // KeyLookup returns the public key of keyID, or an error wrapping
-// ErrUnknownKey when it knows none. Any other error is reported as
-// Internal (or Unavailable when it wraps store.ErrUnavailable).
+// ErrUnknownKey when it knows none. An error that is (or wraps) an *Error
+// is returned as it is (a member lookup's NotJoined); any other is reported
+// as Internal (or Unavailable when it wraps store.ErrUnavailable).
 type KeyLookup func(ctx context.Context, keyID string) (ed25519.PublicKey, error)
 
 // BodyKey is the lookup of the routes whose body carries the signing key
@@ -238,6 +239,12 @@ func (v *Verifier) VerifyRequest(ctx context.Context, r Request, body []byte, ke
 	if err != nil {
 		if errors.Is(err, ErrUnknownKey) {
 			return nil, unauthorized("unknown key")
+		}
+		var verdict *Error
+		if errors.As(err, &verdict) {
+			// The lookup's own verdict (a world's NotJoined, a busy
+			// store's Unavailable) stands as it is.
+			return nil, err
 		}
 		return nil, storeError("key lookup failed", err)
 	}

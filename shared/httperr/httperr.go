@@ -1,8 +1,11 @@
 // Package httperr renders domain errors on HTTP: one table maps each
-// apierror.Kind to its status, and one renderer per surface writes the body
-// — the registry's {"error", "message"} with snake_case codes, the worlds'
-// {"ok": false, "error": {"code", "message"}} with UPPER_SNAKE codes — with
-// Retry-After for RateLimited and Unavailable. The domain packages return
+// apierror.Kind to its status, for every surface, and one renderer per
+// surface writes the body — the registry's {"error", "message"} with
+// snake_case codes, the worlds' {"ok": false, "error": {"code", "message"}}
+// with UPPER_SNAKE codes — with Retry-After for RateLimited and Unavailable
+// (RetryAfter). The invocation protocol's renderer is its provider kit's
+// (shared/protocol writes {"error", "message", "details"} and stores the
+// bytes for replay), and takes its statuses and Retry-After from here. The domain packages return
 // *apierror.Error and know nothing of statuses; only this package and the
 // handlers that call it do.
 //
@@ -32,6 +35,11 @@ var statuses = map[apierror.Kind]int{
 	apierror.TooLarge:     http.StatusRequestEntityTooLarge,
 	apierror.RateLimited:  http.StatusTooManyRequests,
 	apierror.Unavailable:  http.StatusServiceUnavailable,
+	// The invocation protocol's kinds.
+	apierror.MethodNotAllowed: http.StatusMethodNotAllowed,
+	apierror.UnsupportedMedia: http.StatusUnsupportedMediaType,
+	apierror.Unprocessable:    http.StatusUnprocessableEntity,
+	apierror.Upstream:         http.StatusBadGateway,
 }
 
 // worldCodes are the world surface's codes where they are not simply the
@@ -82,13 +90,23 @@ func publicMessage(e *apierror.Error) string {
 func write(w http.ResponseWriter, e *apierror.Error, body any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	if e.Kind == apierror.RateLimited || e.Kind == apierror.Unavailable {
-		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
-		if secs < 1 {
-			secs = 1
-		}
-		h.Set("Retry-After", strconv.Itoa(secs))
+	if v := RetryAfter(e.Kind, e.RetryAfter); v != "" {
+		h.Set("Retry-After", v)
 	}
 	w.WriteHeader(Status(e.Kind))
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// RetryAfter is the Retry-After header value of an error of kind k that
+// asks the client to wait d: whole seconds, rounded up, at least 1; "1"
+// when d is unset on a 429 or 503, which always carry the header (a client
+// should not have to guess); "" otherwise. Every surface sends it so.
+func RetryAfter(k apierror.Kind, d time.Duration) string {
+	switch {
+	case d > 0:
+		return strconv.FormatInt(max(int64((d+time.Second-1)/time.Second), 1), 10)
+	case k == apierror.RateLimited || k == apierror.Unavailable:
+		return "1"
+	}
+	return ""
 }

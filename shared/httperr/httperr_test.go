@@ -74,15 +74,26 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-// TestInvocationCodesAgree: where the invocation surface's protocol.Error
-// uses the same code as a kind (invalid_input, payload_too_large,
-// rate_limited, internal_error, unavailable), its status is the one this
-// table gives the kind, so one failure never answers two statuses.
+// TestInvocationCodesAgree: every code of the invocation surface answers
+// the status the invocation contract gives it (docs/protocol.md), through
+// its kind and this package's one table; and where a code is a kind's own
+// (invalid_input, payload_too_large, rate_limited, internal_error,
+// unavailable) it is that kind, so one failure never answers two statuses.
 func TestInvocationCodesAgree(t *testing.T) {
+	contract := map[protocol.Code]int{
+		protocol.InvalidInput: 400, protocol.UnsupportedCapability: 400, protocol.MethodNotAllowed: 405,
+		protocol.RequestInProgress: 409, protocol.IdempotencyKeyReused: 409, protocol.PayloadTooLarge: 413,
+		protocol.UnsupportedMediaType: 415, protocol.InvalidRequest: 422, protocol.RateLimited: 429,
+		protocol.Internal: 500, protocol.Upstream: 502, protocol.Unavailable: 503,
+	}
+	for code, want := range contract {
+		if got := code.Status(); got != want || httperr.Status(code.Kind()) != want {
+			t.Errorf("protocol code %s answers %d (kind %v), the contract %d", code, got, code.Kind(), want)
+		}
+	}
 	for _, k := range []apierror.Kind{apierror.Invalid, apierror.TooLarge, apierror.RateLimited, apierror.Internal, apierror.Unavailable} {
-		code := protocol.Code(k.String())
-		if got, want := code.Status(), httperr.Status(k); got != want {
-			t.Errorf("protocol code %s answers %d, the kind %d", code, got, want)
+		if code := protocol.Code(k.String()); code.Kind() != k {
+			t.Errorf("protocol code %s is kind %v, not %v", code, code.Kind(), k)
 		}
 	}
 }

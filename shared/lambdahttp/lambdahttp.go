@@ -35,6 +35,7 @@ type rawKey struct{}
 type raw struct {
 	headers map[string]string
 	method  string
+	route   Route
 }
 
 // rawContext is the invocation's context with the raw event values: one
@@ -53,11 +54,12 @@ func (c *rawContext) Value(key any) any {
 
 // Entry returns the Lambda entry for h: httpadapter.NewV2(h).ProxyWithContext,
 // except that h sees each event header as one line with its value as sent,
-// the event's method unchanged, and the raw headers through RawHeader.
+// the event's method unchanged, the raw headers through RawHeader, and the
+// matched route and path parameters through RouteOf.
 func Entry(h http.Handler) Handler {
 	adapter := httpadapter.NewV2(restore(h))
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		ctx = &rawContext{Context: ctx, raw: raw{headers: ev.Headers, method: ev.RequestContext.HTTP.Method}}
+		ctx = &rawContext{Context: ctx, raw: raw{headers: ev.Headers, method: ev.RequestContext.HTTP.Method, route: eventRoute(ev)}}
 		// restore sets every header from the event's values, so the
 		// adapter need not split, trim and add them first only to have
 		// them replaced (a quarter of its cost). It reads the headers for
@@ -66,6 +68,35 @@ func Entry(h http.Handler) Handler {
 		ev.Headers = nil
 		return adapter.ProxyWithContext(ctx, ev)
 	}
+}
+
+// Route is the route API Gateway matched for an invocation: its routeKey
+// ("POST /v0/worlds/{world}/messages") and the path parameters it bound,
+// unescaped, exactly as the event carried them. Behind Entry a handler
+// reads it here rather than matching the path again, so the gateway's
+// match is the only one.
+type Route struct {
+	Key    string
+	Params map[string]string
+}
+
+// RouteOf returns the route of the event behind Entry, and false under a
+// plain net/http server (or for an event without a routeKey).
+func RouteOf(ctx context.Context) (Route, bool) {
+	if rw, ok := ctx.Value(rawKey{}).(*raw); ok && rw.route.Key != "" {
+		return rw.route, true
+	}
+	return Route{}, false
+}
+
+// eventRoute is the route an event names: the request context's routeKey
+// (the top-level field is its copy) and the path parameters.
+func eventRoute(ev events.APIGatewayV2HTTPRequest) Route {
+	key := ev.RequestContext.RouteKey
+	if key == "" {
+		key = ev.RouteKey
+	}
+	return Route{Key: key, Params: ev.PathParameters}
 }
 
 // restore puts the event's header values and method back on the request the

@@ -2,8 +2,8 @@
 // sends a task to a provider: one HTTP POST, three JSON shapes
 // (docs/protocol.md).
 //
-// It holds the wire types, the one mapping from error code to HTTP status, the
-// provider kit (Provider, Handle) that turns typed Go functions into a
+// It holds the wire types, the mapping of each error code to its kind of
+// error (whose status is the one table's, shared/httperr), the provider kit (Provider, Handle) that turns typed Go functions into a
 // conformant endpoint, the buyer Client, and Verify, which checks a response
 // against the conformance checklist.
 package protocol
@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"time"
+
+	"github.com/a2awire/a2awire/shared/apierror"
+	"github.com/a2awire/a2awire/shared/httperr"
 )
 
 // Header names and limits of the protocol.
@@ -164,29 +166,34 @@ const (
 	Unavailable           Code = "unavailable"
 )
 
-// statusByCode is the one place an error code meets an HTTP status.
-var statusByCode = map[Code]int{
-	InvalidInput:          http.StatusBadRequest,
-	UnsupportedCapability: http.StatusBadRequest,
-	MethodNotAllowed:      http.StatusMethodNotAllowed,
-	RequestInProgress:     http.StatusConflict,
-	IdempotencyKeyReused:  http.StatusConflict,
-	PayloadTooLarge:       http.StatusRequestEntityTooLarge,
-	UnsupportedMediaType:  http.StatusUnsupportedMediaType,
-	InvalidRequest:        http.StatusUnprocessableEntity,
-	RateLimited:           http.StatusTooManyRequests,
-	Internal:              http.StatusInternalServerError,
-	Upstream:              http.StatusBadGateway,
-	Unavailable:           http.StatusServiceUnavailable,
+// kinds maps each code to its kind of error; the status is the kind's, from
+// the one kind → status table every surface shares (shared/httperr).
+var kinds = map[Code]apierror.Kind{
+	InvalidInput:          apierror.Invalid,
+	UnsupportedCapability: apierror.Invalid,
+	MethodNotAllowed:      apierror.MethodNotAllowed,
+	RequestInProgress:     apierror.Conflict,
+	IdempotencyKeyReused:  apierror.Conflict,
+	PayloadTooLarge:       apierror.TooLarge,
+	UnsupportedMediaType:  apierror.UnsupportedMedia,
+	InvalidRequest:        apierror.Unprocessable,
+	RateLimited:           apierror.RateLimited,
+	Internal:              apierror.Internal,
+	Upstream:              apierror.Upstream,
+	Unavailable:           apierror.Unavailable,
 }
 
-// Status returns the HTTP status for code; unknown codes are internal errors.
-func (c Code) Status() int {
-	if s, ok := statusByCode[c]; ok {
-		return s
+// Kind returns the kind of error code is; unknown codes are internal errors.
+func (c Code) Kind() apierror.Kind {
+	if k, ok := kinds[c]; ok {
+		return k
 	}
-	return http.StatusInternalServerError
+	return apierror.Internal
 }
+
+// Status returns the HTTP status for code (httperr.Status of its kind);
+// unknown codes are internal errors.
+func (c Code) Status() int { return httperr.Status(c.Kind()) }
 
 // Detail locates one validation problem of a 422 response.
 type Detail struct {

@@ -17,6 +17,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/a2awire/a2awire/shared/httperr"
+	"github.com/a2awire/a2awire/shared/strictjson"
 )
 
 // HandlerFunc runs one capability. input is always a JSON object. It returns
@@ -134,8 +137,9 @@ func (p *Provider) HandleFunc(capability string, fn HandlerFunc) {
 }
 
 // Handle registers a typed capability: the input object is decoded into In
-// with DecodeInput (keys match field names case-sensitively, unknown keys
-// are ignored, a field of the wrong type is a 400 invalid_input naming it)
+// with DecodeInput (the one strict reader: keys match field names
+// case-sensitively, unknown keys are ignored, a field of the wrong type is a
+// 400 invalid_input naming it)
 // and the Out value is the output.
 func Handle[In, Out any](p *Provider, capability string, fn func(ctx context.Context, in In) (Out, error)) {
 	p.HandleFunc(capability, func(ctx context.Context, input json.RawMessage) (any, error) {
@@ -145,45 +149,6 @@ func Handle[In, Out any](p *Provider, capability string, fn func(ctx context.Con
 		}
 		return fn(ctx, in)
 	})
-}
-
-// FieldTypeError is why a well-formed object did not decode: Field (the
-// path of struct field names, never a client's map key) holds a value that
-// is not the JSON kind Want. DecodeInput's *Error carries it as Err, so a
-// surface that decodes a whole body (access.DecodeJSON) words the field
-// without the "input." the invocation surface puts before it.
-type FieldTypeError struct {
-	Field string
-	Want  string
-}
-
-func (e *FieldTypeError) Error() string { return e.Field + " must be a JSON " + e.Want }
-
-// inputError turns a decoding failure of a well-formed input object into a
-// client-facing message without Go type names.
-func inputError(err error) *Error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		fe := &FieldTypeError{Field: te.Field, Want: jsonKind(te.Type.Kind().String())}
-		return &Error{Code: InvalidInput, Message: "input." + fe.Error(), Err: fe}
-	}
-	return Errorf(InvalidInput, "input has a value of the wrong type")
-}
-
-func jsonKind(goKind string) string {
-	switch {
-	case goKind == "string":
-		return "string"
-	case goKind == "bool":
-		return "boolean"
-	case strings.HasPrefix(goKind, "int"), strings.HasPrefix(goKind, "uint"):
-		return "integer"
-	case strings.HasPrefix(goKind, "float"):
-		return "number"
-	case goKind == "slice", goKind == "array":
-		return "array"
-	}
-	return "object"
 }
 
 type (
@@ -450,49 +415,44 @@ func IsJSON(contentType string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// DecodeRequest parses an invocation body. The body must be strict JSON
-// (CheckJSON: valid UTF-8, no duplicated keys at any depth); keys match
-// case-sensitively. Every failure is a 422 invalid_request whose details
-// locate the problem; input defaults to {}.
+// DecodeRequest parses an invocation body with the one strict reader
+// (strictjson.Decode): valid UTF-8, no duplicated keys at any depth, keys
+// matched case-sensitively. Every failure is a 422 invalid_request whose
+// details locate the problem; input defaults to {}.
 func DecodeRequest(body []byte) (Request, *Error) {
 	invalid := func(msg string, loc ...string) (Request, *Error) {
 		e := Errorf(InvalidRequest, "the body is not a valid invocation: %s", msg)
 		e.Details = []Detail{{Loc: append([]string{"body"}, loc...), Msg: msg}}
 		return Request{}, e
 	}
-	if err := CheckJSON(body); err != nil {
-		je := err.(*JSONError)
-		return invalid("is not strict JSON: "+je.Error(), je.Loc...)
+	var fields struct {
+		Task  json.RawMessage `json:"task"`
+		Input json.RawMessage `json:"input"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
+	if err := strictjson.Decode(body, &fields, strictjson.IgnoreUnknown); err != nil {
+		var se *strictjson.Error
+		switch {
+		case !errors.As(err, &se):
+			return invalid("is not valid JSON")
+		case se.Kind == strictjson.Syntax || se.Kind == strictjson.BadUTF8:
+			return invalid("is not strict JSON: "+se.Error(), se.Loc...)
+		case se.Kind == strictjson.NotObject:
 			return invalid("must be a JSON object")
 		}
 		return invalid("is not valid JSON")
 	}
-	if fields == nil {
-		return invalid("must be a JSON object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("has data after the JSON object")
-	}
 	var req Request
-	task, ok := fields["task"]
-	if !ok {
+	if fields.Task == nil {
 		return invalid("field required", "task")
 	}
-	if err := json.Unmarshal(task, &req.Task); err != nil || isNull(task) {
+	if err := json.Unmarshal(fields.Task, &req.Task); err != nil || isNull(fields.Task) {
 		return invalid("must be a string", "task")
 	}
 	if req.Task == "" {
 		return invalid("must be a non-empty string", "task")
 	}
 	req.Input = json.RawMessage("{}")
-	if in, ok := fields["input"]; ok && !isNull(in) {
+	if in := fields.Input; in != nil && !isNull(in) {
 		if t := bytes.TrimSpace(in); len(t) == 0 || t[0] != '{' {
 			return invalid("must be a JSON object", "input")
 		}
@@ -522,20 +482,8 @@ func (p *Provider) write(w http.ResponseWriter, status int, body []byte, hdr htt
 	_, _ = w.Write(body)
 }
 
-// retryHeader is the Retry-After of an error: its RetryAfter, or 1 s for a
-// 429 or 503 whose author set none, because the protocol promises the
-// header with both and a buyer should not have to guess.
-func retryHeader(e *Error) string {
-	switch {
-	case e.RetryAfter > 0:
-		return retryAfter(e.RetryAfter)
-	case e.Status() == http.StatusTooManyRequests || e.Status() == http.StatusServiceUnavailable:
-		return "1"
-	}
-	return ""
-}
-
-func retryAfter(d time.Duration) string {
-	s := int64((d + time.Second - 1) / time.Second)
-	return strconv.FormatInt(max(s, 1), 10)
-}
+// retryHeader is the Retry-After of an error (httperr.RetryAfter): its
+// RetryAfter, or 1 s for a 429 or 503 whose author set none, because the
+// protocol promises the header with both and a buyer should not have to
+// guess.
+func retryHeader(e *Error) string { return httperr.RetryAfter(e.Code.Kind(), e.RetryAfter) }

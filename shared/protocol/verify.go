@@ -142,8 +142,8 @@ func verifyError(status int, header http.Header, top map[string]json.RawMessage,
 		}
 	}
 	if code != "" {
-		if want, known := statusByCode[Code(code)]; known && want != status {
-			fail("error %q came with status %d, want %d", code, status, want)
+		if _, known := kinds[Code(code)]; known && Code(code).Status() != status {
+			fail("error %q came with status %d, want %d", code, status, Code(code).Status())
 		}
 	}
 	switch status {

@@ -9,6 +9,7 @@ package routes
 //go:generate go run ../../cmd/a2awire-gen
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,6 +123,91 @@ type Trigger struct {
 	// {"batchItemFailures": [...]}: the batch is checkpointed before the
 	// first failed record and retried from there.
 	ReportBatchItemFailures bool
+	// Filters keep the stream records that match at least one of them
+	// (StreamTrigger; none: every record). The deploy writes each as one
+	// pattern of the mapping's FilterCriteria and the harness's stream
+	// driver applies the same patterns, so a record that matches none
+	// never invokes the function, in AWS and locally alike: it is passed
+	// over, neither retried nor sent to the on-failure destination.
+	Filters []StreamFilter
+}
+
+// StreamFilter is one filter of a stream trigger: a record matches when
+// every condition set matches. Conditions left empty match anything.
+type StreamFilter struct {
+	// EventNames are the change kinds that match ("INSERT", "MODIFY",
+	// "REMOVE").
+	EventNames []string
+	// KeyPrefixes maps a key attribute ("pk", "sk") to the prefix its
+	// string value must start with, e.g. {"pk": "EVENTS#"}.
+	KeyPrefixes map[string]string
+	// NewImage maps an attribute of the record's new image to the string
+	// value it must have, e.g. {"type": "event"}.
+	NewImage map[string]string
+}
+
+// Pattern is the filter as a Lambda event filtering pattern over a
+// DynamoDB stream record, e.g.
+//
+//	{"dynamodb":{"Keys":{"pk":{"S":[{"prefix":"EVENTS#"}]}}},"eventName":["INSERT"]}
+//
+// It is what the deploy puts in the mapping's FilterCriteria and what the
+// harness matches records against.
+func (f StreamFilter) Pattern() string {
+	p := map[string]any{}
+	if len(f.EventNames) > 0 {
+		p["eventName"] = f.EventNames
+	}
+	change := map[string]any{}
+	if len(f.KeyPrefixes) > 0 {
+		keys := map[string]any{}
+		for attr, prefix := range f.KeyPrefixes {
+			keys[attr] = map[string]any{"S": []any{map[string]string{"prefix": prefix}}}
+		}
+		change["Keys"] = keys
+	}
+	if len(f.NewImage) > 0 {
+		img := map[string]any{}
+		for attr, v := range f.NewImage {
+			img[attr] = map[string]any{"S": []string{v}}
+		}
+		change["NewImage"] = img
+	}
+	if len(change) > 0 {
+		p["dynamodb"] = change
+	}
+	// Maps marshal with sorted keys, so a filter has one pattern text
+	// and a redeploy changes nothing.
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("routes: stream filter pattern: %v", err)) // strings and maps of strings always marshal
+	}
+	return string(b)
+}
+
+// Patterns are the trigger's filter patterns, one per filter.
+func (t Trigger) Patterns() []string {
+	var out []string
+	for _, f := range t.Filters {
+		out = append(out, f.Pattern())
+	}
+	return out
+}
+
+func (f StreamFilter) clone() StreamFilter {
+	f.EventNames = slices.Clone(f.EventNames)
+	f.KeyPrefixes = cloneEnv(f.KeyPrefixes)
+	f.NewImage = cloneEnv(f.NewImage)
+	return f
+}
+
+// EventInserts is the stream filter of the functions that act on new
+// world events: the INSERT of an item in an events partition (package
+// world's keys: "EVENTS#<world>" and "EVENTS#<world>#<awnId>"). Nonce
+// claims, rate-limit windows, the event head, webhook items and TTL
+// deletes never invoke them.
+func EventInserts() StreamFilter {
+	return StreamFilter{EventNames: []string{"INSERT"}, KeyPrefixes: map[string]string{"pk": "EVENTS#"}}
 }
 
 // DefaultStreamBatchSize is a stream trigger's batch size when unset.
@@ -235,7 +321,7 @@ var functions = []Function{
 	// Ed25519 seed, for v1a) is filled by the deploy from a secret.
 	{Name: "webhook-dispatcher", Builder: "functions/webhook-dispatcher/dispatcher.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
 		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
-		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 10, ReportBatchItemFailures: true}}},
+		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 10, ReportBatchItemFailures: true, Filters: []StreamFilter{EventInserts()}}}},
 	{Name: "webhook-retry", Builder: "functions/webhook-retry/retry.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
 		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
 		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
@@ -286,6 +372,13 @@ func Config(name string) Function {
 		if f.Name == name {
 			f.Env = cloneEnv(f.Env)
 			f.Triggers = slices.Clone(f.Triggers)
+			for i, tr := range f.Triggers {
+				tr.Filters = slices.Clone(tr.Filters)
+				for j, fl := range tr.Filters {
+					tr.Filters[j] = fl.clone()
+				}
+				f.Triggers[i] = tr
+			}
 			return f
 		}
 	}

@@ -92,8 +92,11 @@ var (
 	ErrBadCursor = errors.New("store: bad cursor")
 	// ErrUnavailable means the engine is overloaded (throttled, or a
 	// transaction kept conflicting) after its own retries. Nothing was
-	// written; the caller may retry later (503 with Retry-After).
-	ErrUnavailable = errors.New("store: temporarily unavailable")
+	// written; the caller may retry later (503 with Retry-After). It
+	// answers Unavailable() true, so that apierror.FromStore recognises it
+	// without importing the store (the provider kit links apierror, and
+	// must not link the store's AWS types).
+	ErrUnavailable error = unavailableError{}
 	// ErrOutcomeUnknown means a Write may or may not have been applied:
 	// the engine lost the answer (a dropped connection, an internal error
 	// of DynamoDB, the caller's context ending mid-request) or committed
@@ -305,3 +308,9 @@ func (c SortCond) Matches(sk string) bool {
 	}
 	return false
 }
+
+// unavailableError is the type of ErrUnavailable.
+type unavailableError struct{}
+
+func (unavailableError) Error() string     { return "store: temporarily unavailable" }
+func (unavailableError) Unavailable() bool { return true }

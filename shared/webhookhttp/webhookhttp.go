@@ -186,7 +186,7 @@ func NewSet(o Options, store Setter) (http.Handler, error) {
 		var in struct {
 			URL *string `json:"url"`
 		}
-		if err := access.DecodeJSON(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		if in.URL == nil || *in.URL == "" {
@@ -253,7 +253,7 @@ func NewReplay(o Options, store Replayer) (http.Handler, error) {
 		var in struct {
 			Since *string `json:"since"`
 		}
-		if err := access.DecodeJSON(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		if in.Since == nil {

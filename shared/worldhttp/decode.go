@@ -2,77 +2,15 @@ package worldhttp
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/url"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/a2awire/a2awire/shared/access"
 	"github.com/a2awire/a2awire/shared/apierror"
 )
-
-// decode reads a request body into v (a pointer to a struct) under the
-// strict rules of access.DecodeJSON, and refuses a key that names no field
-// (at any depth of structs and lists of structs): a misspelt field is an
-// error the client sees, never silently dropped.
-func decode(body []byte, v any) error {
-	if err := access.DecodeJSON(body, v); err != nil {
-		return err
-	}
-	return unknownKeys(body, reflect.TypeOf(v), "")
-}
-
-func unknownKeys(raw []byte, t reflect.Type, path string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	first := firstByte(raw)
-	switch {
-	case t.Kind() == reflect.Struct && first == '{':
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return apierror.New(apierror.Invalid, "the body is not valid JSON")
-		}
-		fields := map[string]reflect.Type{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name != "" && name != "-" && f.IsExported() {
-				fields[name] = f.Type
-			}
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			ft, ok := fields[k]
-			if !ok {
-				return apierror.New(apierror.Invalid, "unknown field %s", apierror.Quote(path+k))
-			}
-			if err := unknownKeys(m[k], ft, path+k+"."); err != nil {
-				return err
-			}
-		}
-	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 && first == '[':
-		var list []json.RawMessage
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return apierror.New(apierror.Invalid, "the body is not valid JSON")
-		}
-		for i, v := range list {
-			if err := unknownKeys(v, t.Elem(), strings.TrimSuffix(path, ".")+"["+strconv.Itoa(i)+"]."); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 func firstByte(raw []byte) byte {
 	t := bytes.TrimLeft(raw, " \t\r\n")

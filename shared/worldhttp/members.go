@@ -83,7 +83,7 @@ func NewLeave(o Options, leaver Leaver) (http.Handler, error) {
 		if err != nil {
 			return err
 		}
-		if err := emptyBody(access.Body(r)); err != nil {
+		if err := emptyBody(r); err != nil {
 			return err
 		}
 		if err := leaver.Leave(r.Context(), world, awnID); err != nil {
@@ -157,7 +157,8 @@ type sendBody struct {
 }
 
 // NewSend serves POST /v0/worlds/{world}/messages (rate limit "send"):
-// {to, content (any JSON), contentType?} → 201 the stored message.
+// {to, content (any JSON), contentType?} → 201 the stored message. The
+// values are the Sender's to validate (inbox.Inbox.Send).
 func NewSend(o Options, sender Sender) (http.Handler, error) {
 	if sender == nil {
 		return nil, errors.New("worldhttp: no inbox")
@@ -167,15 +168,11 @@ func NewSend(o Options, sender Sender) (http.Handler, error) {
 	}
 	return serve(o, nil, limited(o, OpSend, func(w http.ResponseWriter, r *http.Request, world, awnID string) error {
 		var in sendBody
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
-		if in.To == "" {
-			return apierror.New(apierror.Invalid, "to is required (the recipient's awnId)")
-		}
-		if t := firstByte(in.Content); t == 0 || t == 'n' {
-			return apierror.New(apierror.Invalid, "content is required (any JSON value but null)")
-		}
+		// The inbox checks to, content and contentType: what they mean is
+		// the domain's to say, once.
 		m, err := sender.Send(r.Context(), world, awnID, in.To, in.Content, in.ContentType)
 		if err != nil {
 			return fmt.Errorf("worldhttp: send: %w", err)
@@ -256,7 +253,7 @@ func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 		var in struct {
 			Target string `json:"target"`
 		}
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		if in.Target == "" {
@@ -294,7 +291,7 @@ func NewAct(o Options, submitter ActionSubmitter) (http.Handler, error) {
 			Action string          `json:"action"`
 			Params json.RawMessage `json:"params"`
 		}
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		if in.Action == "" {

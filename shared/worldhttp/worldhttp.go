@@ -35,6 +35,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/strictjson"
 )
 
 // MemberKeys is the key lookup of member routes: the public key and awnId
@@ -149,7 +150,10 @@ func serveRoutes(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, body
 		ParamKeys: paramKeys,
 		Render:    httperr.WriteWorld,
 		MaxBody:   o.MaxBody,
-		Log:       log,
+		// A misspelt field is an error the client sees, never
+		// silently dropped.
+		UnknownFields: strictjson.RefuseUnknown,
+		Log:           log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worldhttp: %s: %w", fn, err)
@@ -215,12 +219,12 @@ func created(isNew bool) int {
 }
 
 // emptyBody accepts an empty body or an empty JSON object (leave).
-func emptyBody(body []byte) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+func emptyBody(r *http.Request) error {
+	if len(bytes.TrimSpace(access.Body(r))) == 0 {
 		return nil
 	}
 	var none struct{}
-	return decode(body, &none)
+	return access.Decode(r, &none)
 }
 
 // timestamp renders t for clients: RFC 3339 in UTC with the precision kept.

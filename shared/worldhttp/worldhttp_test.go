@@ -404,9 +404,8 @@ func TestSend(t *testing.T) {
 	if r := a.do(alice, "POST", "/v0/worlds/lobby/messages", `{"to":"`+to+`","content":"plain","contentType":"text/plain"}`); r.status != 201 {
 		t.Errorf("string content: %d %s", r.status, r.body)
 	}
-	expectError(t, a.do(alice, "POST", "/v0/worlds/lobby/messages", `{"content":1}`), 400, "INVALID_REQUEST", "to is required")
-	expectError(t, a.do(alice, "POST", "/v0/worlds/lobby/messages", `{"to":"`+to+`"}`), 400, "INVALID_REQUEST", "content is required")
-	expectError(t, a.do(alice, "POST", "/v0/worlds/lobby/messages", `{"to":"`+to+`","content":null}`), 400, "INVALID_REQUEST", "content is required")
+	// A missing to or content is the inbox's to refuse (inbox's
+	// TestValidation); the handler hands the domain what was sent.
 	expectError(t, a.do(alice, "POST", "/v0/worlds/lobby/messages", `{"to":"`+to+`","content":1,"cc":"x"}`), 400, "INVALID_REQUEST", `unknown field "cc"`)
 	expectError(t, a.do(alice, "POST", "/v0/worlds/lobby/messages", `{"to":"aw:sha256:00","content":1}`), 404, "NOT_FOUND", "recipient")
 	expectError(t, a.do(alice, "POST", "/v0/worlds/lobby/messages", `{"to":"`+to+`","content":"`+strings.Repeat("x", 600)+`"}`), 413, "PAYLOAD_TOO_LARGE", "")

@@ -150,7 +150,7 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 			return errors.New("worldhttp: no identity on a signed route")
 		}
 		var in putBody
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		want := world.Manifest{
@@ -222,7 +222,7 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 			return errors.New("worldhttp: no identity on a signed route")
 		}
 		var in joinBody
-		if err := decode(access.Body(r), &in); err != nil {
+		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
 		meta := in.Metadata

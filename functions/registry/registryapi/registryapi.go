@@ -205,7 +205,7 @@ func (h *handler) owns(ctx context.Context, params map[string]string, id access.
 // registration (200); another key's name is 409 name_taken.
 func (h *handler) register(w http.ResponseWriter, r *http.Request) error {
 	var b registerBody
-	if err := access.DecodeJSON(access.Body(r), &b); err != nil {
+	if err := access.Decode(r, &b); err != nil {
 		return err
 	}
 	id, ok := access.IdentityFrom(r.Context())
@@ -283,7 +283,7 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		Status string `json:"status"`
 	}
-	if err := access.DecodeJSON(access.Body(r), &b); err != nil {
+	if err := access.Decode(r, &b); err != nil {
 		return err
 	}
 	if b.Status != "online" && b.Status != "offline" {
