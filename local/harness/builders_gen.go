@@ -11,6 +11,7 @@ import (
 	"github.com/a2awire/a2awire/functions/registry/registryapi"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
+	"github.com/a2awire/a2awire/functions/world-deleter/deleter"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/webhookhttp"
@@ -34,6 +35,7 @@ func builders() map[string]function.Builder {
 		"world-card":           worldhttp.BuildCard,
 		"world-close":          worldhttp.BuildClose,
 		"world-delete":         worldhttp.BuildDelete,
+		"world-deleter":        deleter.Build,
 		"world-events":         worldhttp.BuildEvents,
 		"world-get":            worldhttp.BuildGet,
 		"world-join":           worldhttp.BuildJoin,

@@ -304,6 +304,15 @@ var functions = []Function{
 	// the registry's items; 20 s covers five registrations and retries.
 	{Name: "registry-seed", Builder: "shared/fixtures/seed.Build", MemoryMB: 128, TimeoutSeconds: 20, Table: ReadWrite},
 
+	// The deleter of deleted worlds: its stream trigger keeps only the
+	// deletion marker's inserts and changes (pk WORLDDEL#<world>), one a
+	// batch. A round stops 3 s before the timeout and bumps the marker,
+	// whose change starts the next round; a failed round is retried from
+	// its record (batchItemFailures).
+	{Name: "world-deleter", Builder: "functions/world-deleter/deleter.Build", MemoryMB: 256, TimeoutSeconds: 60, Table: ReadWrite,
+		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 1, ReportBatchItemFailures: true,
+			Filters: []StreamFilter{{EventNames: []string{"INSERT", "MODIFY"}, KeyPrefixes: map[string]string{"pk": "WORLDDEL#"}}}}}},
+
 	// A member's webhook routes.
 	{Name: "world-webhook-set", Builder: "shared/webhookhttp.BuildSet", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-webhook-show", Builder: "shared/webhookhttp.BuildShow", MemoryMB: 256, TimeoutSeconds: 10},

@@ -79,7 +79,7 @@ func newStatus(o Options, worlds Lifecycle, change func(ctx context.Context, wor
 		return nil, err
 	}
 	return serveOwner(o, worlds, func(w http.ResponseWriter, r *http.Request, id, owner string) error {
-		if err := emptyBody(access.Body(r)); err != nil {
+		if err := emptyBody(r); err != nil {
 			return err
 		}
 		m, err := change(r.Context(), id, owner)
@@ -96,7 +96,7 @@ func newStatus(o Options, worlds Lifecycle, change func(ctx context.Context, wor
 // which the name may be created again.
 func NewDelete(o Options, worlds Lifecycle) (http.Handler, error) {
 	return serveOwner(o, worlds, func(w http.ResponseWriter, r *http.Request, id, owner string) error {
-		if err := emptyBody(access.Body(r)); err != nil {
+		if err := emptyBody(r); err != nil {
 			return err
 		}
 		if err := worlds.DeleteWorld(r.Context(), id, owner); err != nil {
