@@ -131,6 +131,8 @@ type purge struct {
 	world  string
 	o      PurgeOptions
 	writes int
+	// queued are deletes waiting to share a Write.
+	queued []store.Action
 }
 
 func (p *purge) run() error {
@@ -145,10 +147,34 @@ func (p *purge) run() error {
 			return err
 		}
 	}
-	if err := p.write(store.Delete(EventHeadKey(p.world))); err != nil {
+	// The marker goes last, in the same Write as the head at the latest.
+	if err := p.add(store.Delete(EventHeadKey(p.world)), store.Delete(DeletionKey(p.world))); err != nil {
 		return err
 	}
-	return p.write(store.Delete(DeletionKey(p.world)))
+	return p.flush()
+}
+
+// add queues acts to be written together, in order: the queue is written
+// first when they would not fit in its Write. Writes apply in queue
+// order, so an action is never applied before one queued ahead of it.
+func (p *purge) add(acts ...store.Action) error {
+	if len(p.queued)+len(acts) > store.MaxActions {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	p.queued = append(p.queued, acts...)
+	return nil
+}
+
+// flush writes what is queued.
+func (p *purge) flush() error {
+	if len(p.queued) == 0 {
+		return nil
+	}
+	err := p.write(p.queued...)
+	p.queued = p.queued[:0]
+	return err
 }
 
 // write is one Write of the round, within its budget.
@@ -164,6 +190,8 @@ func (p *purge) write(acts ...store.Action) error {
 	return err
 }
 
+// members turns every member into a roster entry: one member's roster Put
+// and its member, member-key and webhook Deletes are always in one Write.
 func (p *purge) members() error {
 	q := store.Query{PK: WorldPK(p.world), SK: store.SKPrefix(memberPrefix), Limit: membersPerStep}
 	for {
@@ -172,23 +200,27 @@ func (p *purge) members() error {
 			return err
 		}
 		if len(page.Items) == 0 {
-			return nil
+			return p.flush()
 		}
-		var acts []store.Action
 		for _, it := range page.Items {
 			awnID := it.Str(attrAWNID)
-			acts = append(acts,
+			if err := p.add(
 				store.Put(RosterKey(p.world, awnID), store.Item{AttrType: store.S(TypeRoster), attrAWNID: store.S(awnID)}),
 				store.Delete(it.Key()),
 				store.Delete(MemberKeyKey(p.world, it.Str(attrKeyID))),
-				store.Delete(WebhookKey(p.world, awnID)))
+				store.Delete(WebhookKey(p.world, awnID))); err != nil {
+				return err
+			}
 		}
-		if err := p.write(acts...); err != nil {
+		if err := p.flush(); err != nil {
 			return err
 		}
 	}
 }
 
+// roster empties the partitions of every agent that joined, a page of
+// roster items at a time; an agent's roster item is deleted after (or in
+// the same Write as) the last of its items.
 func (p *purge) roster() error {
 	q := store.Query{PK: WorldPK(p.world), SK: store.SKPrefix(rosterPrefix), Limit: purgePage}
 	for {
@@ -197,9 +229,8 @@ func (p *purge) roster() error {
 			return err
 		}
 		if len(page.Items) == 0 {
-			return nil
+			return p.flush()
 		}
-		dels := make([]store.Action, 0, len(page.Items))
 		for _, it := range page.Items {
 			awnID := it.Str(attrAWNID)
 			parts := []string{InboxPK(p.world, awnID), PrivateEventsPK(p.world, awnID)}
@@ -211,15 +242,18 @@ func (p *purge) roster() error {
 					return err
 				}
 			}
-			dels = append(dels, store.Delete(it.Key()))
+			if err := p.add(store.Delete(it.Key())); err != nil {
+				return err
+			}
 		}
-		if err := p.write(dels...); err != nil {
+		if err := p.flush(); err != nil {
 			return err
 		}
 	}
 }
 
-// empty deletes every item of partition pk, a page at a time.
+// empty queues the deletes of every item of partition pk, reading a page
+// at a time (the queue is written before the next page is read).
 func (p *purge) empty(pk string) error {
 	q := store.Query{PK: pk, Limit: purgePage}
 	for {
@@ -227,18 +261,16 @@ func (p *purge) empty(pk string) error {
 		if err != nil {
 			return err
 		}
-		if len(page.Items) == 0 {
+		for _, it := range page.Items {
+			if err := p.add(store.Delete(it.Key())); err != nil {
+				return err
+			}
+		}
+		if page.Cursor == "" || len(page.Items) == 0 {
 			return nil
 		}
-		dels := make([]store.Action, len(page.Items))
-		for i, it := range page.Items {
-			dels[i] = store.Delete(it.Key())
-		}
-		if err := p.write(dels...); err != nil {
+		if err := p.flush(); err != nil {
 			return err
-		}
-		if page.Cursor == "" {
-			return nil
 		}
 	}
 }

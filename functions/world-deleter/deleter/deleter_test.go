@@ -170,8 +170,8 @@ func gone(t testing.TB, st store.Store, rec *recording, w string) {
 
 // TestPurgeLeavesNothingAndResumes: a world with members, former members,
 // messages, private events, webhooks with a pending retry and a dead
-// letter, and rate windows is deleted; the first round dies after 7
-// Writes (the name is still taken then), and later rounds of 5 Writes
+// letter, and rate windows is deleted; the first round dies after 1
+// Write, its members' (the name is still taken then), and later rounds of 1 Write
 // each pick up from what is left, until no item the world ever wrote is
 // in the table — while another world's items are all still there — and
 // the name can be created again. 8 members, 2 former, 30 messages and 2
@@ -199,7 +199,7 @@ func TestPurgeLeavesNothingAndResumes(t *testing.T) {
 				t.Fatal(err)
 			}
 			crash := &crashing{Store: rec}
-			crash.n.Store(7)
+			crash.n.Store(1)
 			if _, err := deleter.Service(crash).Purge(ctx, "doomed", world.PurgeOptions{}); !errors.Is(err, errCrash) {
 				t.Fatalf("crashing round: %v", err)
 			}
@@ -214,13 +214,13 @@ func TestPurgeLeavesNothingAndResumes(t *testing.T) {
 					t.Fatal("the deletion never ends")
 				}
 				var err error
-				if done, err = cs.Purge(ctx, "doomed", world.PurgeOptions{MaxWrites: 5}); err != nil {
+				if done, err = cs.Purge(ctx, "doomed", world.PurgeOptions{MaxWrites: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			calls := counted.Take()
-			t.Logf("%d items; after a crash at 7 writes: %d rounds of at most 5 writes, {gets, queries, writes} = %v", before, rounds, calls)
-			if rounds < 3 {
+			t.Logf("%d items; after a crash at 1 write: %d rounds of 1 write, {gets, queries, writes} = %v", before, rounds, calls)
+			if rounds < 2 {
 				t.Fatalf("%d rounds: the budget did not cut the deletion", rounds)
 			}
 			gone(t, rec, rec, "doomed")
