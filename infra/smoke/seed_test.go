@@ -18,11 +18,12 @@ import (
 	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/world"
 )
 
 // registrySeedCase runs the custom-resource main against DynamoDB Local as
-// CloudFormation drives it: a Create registers the fixtures (read back
-// from the table) and answers SUCCESS at the response URL; a Delete
+// CloudFormation drives it: a Create registers the fixtures and creates
+// the lobby (both read back from the table) and answers SUCCESS at the response URL; a Delete
 // answers SUCCESS and leaves them.
 func registrySeedCase() smokeCase {
 	var (
@@ -89,12 +90,17 @@ func registrySeedCase() smokeCase {
 				event: event("Create"),
 				checkRaw: func(t *testing.T, raw []byte) {
 					answered(t, raw)
-					reg := registry.New(dynamo.New(dynamo.LocalClient(endpoint), table))
+					st := dynamo.New(dynamo.LocalClient(endpoint), table)
+					reg := registry.New(st)
 					for _, f := range fixtures.All() {
 						a, err := reg.Get(context.Background(), f.Name)
 						if err != nil || a.Endpoint != fixtures.Endpoint("https://abc.execute-api.us-east-1.amazonaws.com", f.Name) {
 							t.Errorf("%s after Create: %+v, %v", f.Name, a, err)
 						}
+					}
+					// The network's lobby, owned by the network key.
+					if m, err := world.New(st).GetWorld(context.Background(), seed.LobbyWorld); err != nil || !m.OwnerKey.Equal(pub) {
+						t.Errorf("lobby after Create: %+v, %v", m, err)
 					}
 				},
 			},

@@ -82,6 +82,38 @@ func worldCases() []smokeCase {
 		c("world-card",
 			worldCall(nil, "GET", "/v0/worlds/lobby/.well-known/agent-card.json", "", 200, nil),
 			worldCall(nil, "GET", "/v0/worlds/nowhere/.well-known/agent.json", "", 404, errorCode("NOT_FOUND"))),
+		c("world-list",
+			worldCall(nil, "GET", "/v0/worlds?sort=newest", "", 200, func(t *testing.T, data map[string]any) {
+				ws, _ := data["worlds"].([]any)
+				if len(ws) != 1 || ws[0].(map[string]any)["worldId"] != "lobby" {
+					t.Errorf("worlds %v, want the lobby", data)
+				}
+			}),
+			worldCall(nil, "GET", "/v0/worlds?sort=oldest", "", 400, errorCode("INVALID_REQUEST"))),
+		c("world-close",
+			worldCall(smokeMember, "POST", "/v0/worlds/lobby/close", "", 403, errorCode("FORBIDDEN")),
+			worldCall(smokeOwner, "POST", "/v0/worlds/lobby/close", "", 200, dataHas("status", "closed"))),
+		c("world-reopen",
+			worldCall(smokeOwner, "POST", "/v0/worlds/lobby/reopen", "", 200, dataHas("status", "open"))),
+		c("world-delete",
+			worldCall(smokeMember, "DELETE", "/v0/worlds/lobby", "", 403, errorCode("FORBIDDEN")),
+			worldCall(smokeOwner, "DELETE", "/v0/worlds/lobby", "", 202, dataHas("status", "deleting"))),
+		{function: "world-deleter", env: worldEnv, invokes: []invocation{{
+			// A marker's record for a world with no deletion under way:
+			// the round finds nothing to do and reports no failure.
+			event: func(*testing.T) any {
+				return map[string]any{"Records": []any{map[string]any{"eventID": "1", "eventName": "INSERT", "eventSource": "aws:dynamodb",
+					"dynamodb": map[string]any{"SequenceNumber": "100", "Keys": map[string]any{"pk": map[string]any{"S": "WORLDDEL#nowhere"}, "sk": map[string]any{"S": "MARKER"}},
+						"NewImage": map[string]any{"pk": map[string]any{"S": "WORLDDEL#nowhere"}, "sk": map[string]any{"S": "MARKER"},
+							"type": map[string]any{"S": world.TypeDeletion}, "id": map[string]any{"S": "nowhere"}}}}}}
+			},
+			checkRaw: func(t *testing.T, raw []byte) {
+				var out events.DynamoDBEventResponse
+				if err := json.Unmarshal(raw, &out); err != nil || len(out.BatchItemFailures) != 0 {
+					t.Errorf("world-deleter answered %s (%v), want no failures", raw, err)
+				}
+			},
+		}}},
 	}
 }
 

@@ -301,7 +301,8 @@ var functions = []Function{
 		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": ""}},
 	// No routes: the deploy runs it as the fixtures' registration (a
 	// CloudFormation custom resource, infra/stack Seeding), which writes
-	// the registry's items; 20 s covers five registrations and retries.
+	// the registry's items and creates the world lobby; 20 s covers five
+	// registrations, the lobby and retries.
 	{Name: "registry-seed", Builder: "shared/fixtures/seed.Build", MemoryMB: 128, TimeoutSeconds: 20, Table: ReadWrite},
 
 	// The deleter of deleted worlds: its stream trigger keeps only the
