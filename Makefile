@@ -22,7 +22,7 @@ PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local local-bin dynamodb-local awn test test-go test-infra check python-deps build invoke lint fuzz bench bench-go synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn test test-go test-race test-fastapi test-infra check check-tests python-deps build invoke lint fuzz bench bench-external bench-go synth deploy diff cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local: local-bin
@@ -55,31 +55,49 @@ awn:
 	@$(GO) build -o bin/awn ./cmd/awn
 
 ## test: every test, race detector on, DynamoDB Local and the CDK included (what CI runs: .ci/run).
-test: npm tools python-deps lint build test-go test-infra
+# After the setup, lint, build, the Go tests, the FastAPI conformance run and
+# the infra module's tests run at the same time (-j, each one's output
+# printed whole when it ends): on 2 cores each leaves the CPU idle at
+# times (DynamoDB Local and the emulator answering, tests waiting on
+# deadlines) that the others fill.
+# TEST_JOBS=1 runs them one after the other.
+TEST_JOBS ?= 5
+test: npm tools python-deps
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-race test-infra test-fastapi lint build
 
-## check: the fast inner loop (about a minute warm): gofmt, vet, staticcheck, and the tests of every package
+## check: the fast inner loop (about 30 s warm): gofmt, vet, staticcheck, and the tests of every package
 ##   that needs neither DynamoDB Local nor the emulator (`make test` runs them all).
-check: python-deps lint
+check: python-deps
+	@$(MAKE) --no-print-directory -j2 --output-sync=target check-tests lint
+
+check-tests:
 	@pkgs=$$($(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... \
 		| grep -v -e /dynamolocal -e /storetest/stores | cut -d' ' -f1); \
 		echo "check: testing $$(echo $$pkgs | wc -w) packages (those with DynamoDB Local are make test's)"; \
 		$(GO) test -count=1 $$pkgs
 
-# The FastAPI provider's conformance run is printed in the log: it runs on its own, verbose.
-test-go: npm tools python-deps
+## test-go: the root module's tests under the race detector, then the FastAPI provider's conformance run.
+test-go: test-race test-fastapi
+
+test-race: npm tools python-deps
 	$(GO) test -race -count=1 -timeout 15m -skip '^TestFastAPIProvider$$' ./...
+
+# The FastAPI provider's conformance run is printed in the log: it runs on its own, verbose.
+test-fastapi: python-deps
 	$(GO) test -race -count=1 -run '^TestFastAPIProvider$$' -v ./shared/conform
 
 test-infra: npm tools
 	cd infra && $(GO) test -count=1 ./...
 
 ## build: every functions/* as build/<name>/bootstrap for Lambda (linux/arm64).
+# One go build for every function: it links them in parallel. Each
+# binary lands as build/<name>/bootstrap, the file Lambda runs.
 build:
-	@for fn in $(FUNCTIONS); do \
-		echo "build $$fn"; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='-s -w' -tags lambda.norpc \
-			-o build/$$fn/bootstrap ./functions/$$fn || exit 1; \
-	done
+	@echo "build: $(words $(FUNCTIONS)) functions for linux/arm64 into build/<name>/bootstrap"
+	@rm -rf build/.bin && mkdir -p build/.bin
+	@CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='-s -w' -tags lambda.norpc \
+		-o build/.bin/ $(addprefix ./functions/,$(FUNCTIONS))
+	@for fn in $(FUNCTIONS); do mkdir -p build/$$fn && mv build/.bin/$$fn build/$$fn/bootstrap; done; rmdir build/.bin
 	@for f in build/*/bootstrap; do \
 		size=$$(stat -c %s $$f); awk -v f=$$f -v s=$$size 'BEGIN { printf "%-40s %5.1f MB\n", f, s/1e6 }'; \
 		if [ $$size -gt $(MAX_BOOTSTRAP_BYTES) ]; then echo "$$f is over $(MAX_BOOTSTRAP_BYTES) bytes" >&2; exit 1; fi; \
@@ -122,6 +140,21 @@ bench: npm tools build local-bin
 		./shared/protocol ./local/harness ./shared/auth > bench/gobench.txt
 	@echo "bench: compiling and running cmd/a2awire-bench..." >&2
 	@$(GO) run ./cmd/a2awire-bench -gobench bench/gobench.txt -out bench
+
+## bench-external: harness ÷ bare net/http measured from outside, as a user meets the harness: ./local built with its
+##   access log on and the bare punctual provider, each in its own process, loaded by wrk (Debian's wrk, installed
+##   with apt-get when missing) in interleaved rounds; prints each round, the median ratio and server CPU per request
+##   (about 2 minutes; BENCH_EXTERNAL_ARGS adds flags, e.g. -external-rounds 9).
+bench-external:
+	@command -v wrk >/dev/null || { \
+		command -v apt-get >/dev/null || { echo "bench-external: no wrk and no apt-get to install it (Debian's wrk package)" >&2; exit 1; }; \
+		echo "bench-external: apt-get install wrk..." >&2; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		$(SUDO) apt-get install -y -qq wrk >/dev/null 2>&1 || { \
+			echo "bench-external: not in the package cache; apt-get update, then install again..." >&2; \
+			$(SUDO) apt-get update -qq >/dev/null && $(SUDO) apt-get install -y -qq wrk >/dev/null; }; }
+	@mkdir -p bench
+	@$(GO) run ./cmd/a2awire-bench -external -out bench $(BENCH_EXTERNAL_ARGS)
 
 ## bench-go: every Go benchmark in the tree, BENCHTIME (1s) each (their TestMain may start DynamoDB Local).
 bench-go: npm

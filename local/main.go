@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ import (
 )
 
 func main() {
+	tuneGC(os.Getenv)
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "local:", err)
 		if errors.Is(err, errUsage) {
@@ -52,6 +54,24 @@ func main() {
 }
 
 var errUsage = errors.New("usage")
+
+// harnessGOGC is the collector's GOGC when the environment sets none.
+// The harness keeps a live heap of a megabyte or two, so at Go's default of
+// 100 the heap's goal sits at its 4 MB floor and the collector runs every
+// hundred or so requests, each run costing much the same whatever the
+// heap's size: a large share of the CPU a request took
+// (docs/performance.md). At 400 the floor is 16 MB and collections are
+// about five times rarer. Memory grows with it only where garbage outweighs
+// what is live, and the server's limits (docs/local.md) hold; GOGC in the
+// environment wins.
+const harnessGOGC = 400
+
+// tuneGC sets harnessGOGC unless getenv gives GOGC.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(harnessGOGC)
+	}
+}
 
 const description = "local runs every a2awire function in one process behind an in-process API Gateway, with their stream and schedule triggers, and no AWS."
 
@@ -114,7 +134,11 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 		return invoke(ctx, cfg, stdout, stderr, x)
 	}
 
-	log := logging.New(stderr, logging.Text, slog.LevelInfo)
+	// One access line per request: written in batches, not one write(2)
+	// each.
+	logOut := newBatchWriter(stderr, flushDelay)
+	defer logOut.Close()
+	log := logging.New(logOut, logging.Text, slog.LevelInfo)
 	st, err := openStore(ctx, cfg, stdout, harness.StreamConsumers(x.functions))
 	if err != nil {
 		return err

@@ -44,6 +44,8 @@ type config struct {
 	round                    time.Duration
 	requests                 int64
 	only, cpuprofile         string
+	external                 bool
+	ext                      externalConfig
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -65,8 +67,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&c.requests, "requests", 100_000, "requests before the second memory reading")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the harness row (load generator and both servers) to this file")
 	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout); default all")
+	fs.BoolVar(&c.external, "external", false, "instead of the table: harness ÷ bare net/http measured from outside with wrk (make bench-external; the -external-* flags tune it)")
+	c.ext.flags(fs)
+	serveBareAddr := fs.String("serve-bare", "", "serve the bare provider on this address (what -external starts as its baseline)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *serveBareAddr != "" {
+		return serveBare(*serveBareAddr)
+	}
+	if c.external {
+		c.ext.out = c.out
+		return externalRatio(ctx, c.ext, stdout, stderr)
 	}
 	want := func(s string) bool { return c.only == "" || slices.Contains(strings.Split(c.only, ","), s) }
 	started := time.Now()

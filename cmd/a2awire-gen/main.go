@@ -1,9 +1,10 @@
 // Command a2awire-gen writes the files that follow from the route table
 // (shared/routes): every functions/<name>/main.go, the same few lines
-// calling the builder the table names, and the local harness's list of
-// builders (local/harness/builders_gen.go). Run it with `go generate
-// ./shared/routes` after adding a function; a test fails while any of the
-// files is stale.
+// calling the builder the table names, the local harness's list of
+// builders (local/harness/builders_gen.go) and a sample API Gateway event
+// per route (events/routes/, see routeEvents). Run it with `go generate
+// ./shared/routes` after adding a route or a function; a test fails while
+// any of the files is stale, and events/routes/ holds no other file.
 package main
 
 import (
@@ -46,6 +47,16 @@ func run() error {
 	files, err := Files()
 	if err != nil {
 		return err
+	}
+	// A route that left the table leaves no sample behind.
+	old, err := filepath.Glob(filepath.Join(dir, "events", "routes", "*.json"))
+	if err != nil {
+		return err
+	}
+	for _, path := range old {
+		if err := os.Remove(path); err != nil {
+			return err
+		}
 	}
 	for _, f := range files {
 		path := filepath.Join(dir, filepath.FromSlash(f.Path))
@@ -123,7 +134,12 @@ func Files() ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(out, File{Path: "local/harness/builders_gen.go", Content: src}), nil
+	out = append(out, File{Path: "local/harness/builders_gen.go", Content: src})
+	evs, err := routeEvents()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, evs...), nil
 }
 
 // mainFile is a function's main: lambdamain over its builder, with the

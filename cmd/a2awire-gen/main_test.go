@@ -27,6 +27,31 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 }
 
+// TestNoStaleRouteSample fails when events/routes holds a sample of a
+// route the table no longer has (go generate removes them).
+func TestNoStaleRouteSample(t *testing.T) {
+	files, err := Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, f := range files {
+		want[f.Path] = true
+	}
+	held, err := filepath.Glob(filepath.Join("..", "..", "events", "routes", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) == 0 {
+		t.Fatal("events/routes is empty: run go generate ./shared/routes")
+	}
+	for _, path := range held {
+		if name := "events/routes/" + filepath.Base(path); !want[name] {
+			t.Errorf("%s is no route's sample: run go generate ./shared/routes", name)
+		}
+	}
+}
+
 // TestEveryFunctionFolderIsGenerated fails when a folder under functions/
 // has no function in the route table (its main would never be rewritten).
 func TestEveryFunctionFolderIsGenerated(t *testing.T) {

@@ -16,22 +16,23 @@ import (
 	"github.com/a2awire/a2awire/shared/fixtures"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/registry"
-	"github.com/a2awire/a2awire/shared/store/dynamo"
-	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
 // registrySeedCase runs the custom-resource main against DynamoDB Local as
 // CloudFormation drives it: a Create registers the fixtures and creates
-// the lobby (both read back from the table) and answers SUCCESS at the response URL; a Delete
-// answers SUCCESS and leaves them.
-func registrySeedCase() smokeCase {
-	var (
-		endpoint string
-		answers  = make(chan map[string]any, 2)
-		respURL  string
-	)
-	const table = "a2awire-smoke-seed"
+// the lobby (both read back from the table) and answers SUCCESS at the
+// response URL; a Delete answers SUCCESS and leaves them.
+func registrySeedCase(t *testing.T, tab *smokeTable) []invocation {
+	answers := make(chan map[string]any, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		answers <- m
+	}))
+	t.Cleanup(srv.Close)
+	respURL := srv.URL + "/cfn-response"
 	pub, _, _ := ed25519.GenerateKey(nil)
 	event := func(kind string) func(t *testing.T) any {
 		return func(t *testing.T) any {
@@ -55,56 +56,25 @@ func registrySeedCase() smokeCase {
 			t.Fatalf("no answer at the response URL; the function returned %s", raw)
 		}
 	}
-	return smokeCase{
-		function: "registry-seed",
-		env: func(t *testing.T) []string {
-			server, err := dynamolocal.Start()
-			if err != nil {
-				t.Fatalf("DynamoDB Local: %v", err)
-			}
-			t.Cleanup(server.Stop)
-			endpoint = server.Endpoint()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := dynamo.CreateTable(ctx, dynamo.LocalClient(endpoint), table); err != nil {
-				t.Fatalf("create table: %v", err)
-			}
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				b, _ := io.ReadAll(r.Body)
-				var m map[string]any
-				_ = json.Unmarshal(b, &m)
-				answers <- m
-			}))
-			t.Cleanup(srv.Close)
-			respURL = srv.URL + "/cfn-response"
-			return []string{
-				"TABLE_NAME=" + table,
-				"AWS_ENDPOINT_URL_DYNAMODB=" + endpoint,
-				"AWS_REGION=us-east-1",
-				"AWS_ACCESS_KEY_ID=local",
-				"AWS_SECRET_ACCESS_KEY=local",
-			}
-		},
-		invokes: []invocation{
-			{
-				event: event("Create"),
-				checkRaw: func(t *testing.T, raw []byte) {
-					answered(t, raw)
-					st := dynamo.New(dynamo.LocalClient(endpoint), table)
-					reg := registry.New(st)
-					for _, f := range fixtures.All() {
-						a, err := reg.Get(context.Background(), f.Name)
-						if err != nil || a.Endpoint != fixtures.Endpoint("https://abc.execute-api.us-east-1.amazonaws.com", f.Name) {
-							t.Errorf("%s after Create: %+v, %v", f.Name, a, err)
-						}
+	return []invocation{
+		{
+			what:  "CloudFormation Create",
+			event: event("Create"),
+			checkRaw: func(t *testing.T, raw []byte) {
+				answered(t, raw)
+				reg := registry.New(tab.store)
+				for _, f := range fixtures.All() {
+					a, err := reg.Get(context.Background(), f.Name)
+					if err != nil || a.Endpoint != fixtures.Endpoint("https://abc.execute-api.us-east-1.amazonaws.com", f.Name) {
+						t.Errorf("%s after Create: %+v, %v", f.Name, a, err)
 					}
-					// The network's lobby, owned by the network key.
-					if m, err := world.New(st).GetWorld(context.Background(), seed.LobbyWorld); err != nil || !m.OwnerKey.Equal(pub) {
-						t.Errorf("lobby after Create: %+v, %v", m, err)
-					}
-				},
+				}
+				// The network's lobby, owned by the network key.
+				if m, err := world.New(tab.store).GetWorld(context.Background(), seed.LobbyWorld); err != nil || !m.OwnerKey.Equal(pub) {
+					t.Errorf("lobby after Create: %+v, %v", m, err)
+				}
 			},
-			{event: event("Delete"), checkRaw: answered},
 		},
+		{what: "CloudFormation Delete", event: event("Delete"), checkRaw: answered},
 	}
 }

@@ -5,7 +5,7 @@ package smoke
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,14 +26,16 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/infra/internal/repo"
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/protocol"
+	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/world"
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // Bounds on each step, so a hung build, emulator or function fails the test
@@ -45,303 +48,71 @@ const (
 	stopTimeout   = 5 * time.Second
 )
 
-// invocation is one API Gateway v2 request to a function and what its
-// response must carry.
+// invocation is one event sent to a function under the emulator and what
+// its response must carry.
 type invocation struct {
+	// what names the invocation in failures and logs.
+	what string
+	// method, path and body make an API Gateway v2 request on the route of
+	// the table that matches them.
 	method, path, body string
 	// header holds request headers as the event carries them (lower-case
 	// names, values exactly as sent: API Gateway joins repeated lines with
 	// commas).
 	header map[string]string
+	// key signs the request when it is sent (nil: unsigned): a signature
+	// lives 300 s, longer than a case waits but not than the whole run.
+	key ed25519.PrivateKey
+	// status is the status the response must have (0: respond checks it).
 	status int
 	// replayed is whether the response must carry X-A2AWire-Replayed: true.
 	replayed bool
 	// sameAs is the 1-based number of an earlier invocation of the same
-	// case whose response body this one must repeat byte for byte (a replay).
+	// function whose response body this one must repeat byte for byte (a
+	// replay).
 	sameAs int
-	// check inspects the decoded response body.
+	// check inspects the decoded JSON body of a fixture agent's answer.
 	check func(t *testing.T, body map[string]any)
-	// event, when set, is sent instead of an API Gateway request (for a
-	// function no route serves), and checkRaw inspects the raw response.
+	// respond, when set, inspects the whole API Gateway response instead
+	// of status, replayed and check.
+	respond func(t *testing.T, out events.APIGatewayV2HTTPResponse)
+	// event, when set, is sent instead of an API Gateway request (a
+	// trigger's or a custom resource's event), and checkRaw inspects the
+	// raw response.
 	event    func(t *testing.T) any
 	checkRaw func(t *testing.T, raw []byte)
 }
 
-// smokeCase is one function's main under the emulator: the environment its
-// main reads on top of what Lambda sets, and the invocations, in order,
-// through one warm runtime.
-type smokeCase struct {
-	function string
-	// env adds the function's own environment; ledger's names DynamoDB Local.
-	env     func(t *testing.T) []string
-	invokes []invocation
+// name is how failures and logs name inv.
+func (inv invocation) name() string {
+	if inv.what != "" {
+		return inv.what
+	}
+	return inv.method + " " + inv.path
 }
 
-// cases covers every functions/* folder; TestEmulator fails when a folder
-// has no case, so a new function's main cannot go untested.
-func cases() []smokeCase {
-	return append(append(worldCases(), webhookCases()...), []smokeCase{
-		{
-			function: "fixture-punctual",
-			invokes: []invocation{
-				{
-					method: "POST", path: "/agents/a2awire-punctual/invoke",
-					body:   `{"task":"ping","input":{"echo":"hi"}}`,
-					status: http.StatusOK,
-					check: func(t *testing.T, body map[string]any) {
-						out, _ := body["output"].(map[string]any)
-						if out["pong"] != true || out["echo"] != "hi" {
-							t.Errorf("output %v, want pong true and echo hi", body["output"])
-						}
-						checkMetadata(t, body, "a2awire-punctual", "ping")
-					},
-				},
-				{
-					// A warm invoke through the same runtime: the provider itself
-					// answers a non-POST, which is why its route is ANY.
-					method: "GET", path: "/agents/a2awire-punctual/invoke",
-					status: http.StatusMethodNotAllowed,
-					check:  checkError("method_not_allowed"),
-				},
-			},
-		},
-		{
-			function: "fixture-clean",
-			invokes: []invocation{
-				{
-					method: "POST", path: "/agents/a2awire-clean/invoke",
-					body:   `{"task":"word-count","input":{"text":"a b\nc"}}`,
-					status: http.StatusOK,
-					check: func(t *testing.T, body map[string]any) {
-						out, _ := body["output"].(map[string]any)
-						if out["words"] != 3.0 || out["characters"] != 5.0 || out["lines"] != 2.0 {
-							t.Errorf("output %v, want 3 words, 5 characters, 2 lines", body["output"])
-						}
-						checkMetadata(t, body, "a2awire-clean", "word-count")
-					},
-				},
-				{
-					method: "POST", path: "/agents/a2awire-clean/invoke",
-					body:   `{"task":"word-count","input":{}}`,
-					status: http.StatusBadRequest,
-					check:  checkError("invalid_input"),
-				},
-			},
-		},
-		{
-			function: "fixture-messy",
-			invokes: []invocation{
-				{
-					method: "POST", path: "/agents/a2awire-messy/invoke",
-					body:   `{"task":"messy-echo","input":{"n":7}}`,
-					status: http.StatusOK,
-					check: func(t *testing.T, body map[string]any) {
-						out, _ := body["output"].(map[string]any)
-						echo, _ := out["echo"].(map[string]any)
-						if echo["n"] != 7.0 {
-							t.Errorf("output %v, want echo {n: 7}", body["output"])
-						}
-						checkMetadata(t, body, "a2awire-messy", "messy-echo")
-					},
-				},
-				{
-					method: "POST", path: "/agents/a2awire-messy/invoke",
-					body:   `{"task":"messy-echo","input":{"simulate":"unavailable"}}`,
-					status: http.StatusServiceUnavailable,
-					check:  checkError("unavailable"),
-				},
-				{
-					method: "POST", path: "/agents/a2awire-messy/invoke",
-					body:   `{"task":"messy-echo","input":{"simulate":"upstream_error"}}`,
-					status: http.StatusBadGateway,
-					check:  checkError("upstream_error"),
-				},
-			},
-		},
-		{
-			// No TRANSLATOR_LLM_URL: the main serves from its dictionary.
-			function: "fixture-translator",
-			invokes: []invocation{
-				{
-					method: "POST", path: "/agents/a2awire-translator/invoke",
-					body:   `{"task":"translation","input":{"text":"good morning","target_lang":"es"}}`,
-					status: http.StatusOK,
-					check: func(t *testing.T, body map[string]any) {
-						out, _ := body["output"].(map[string]any)
-						if tr, _ := out["translation"].(string); tr == "" || out["target_lang"] != "es" {
-							t.Errorf("output %v, want a Spanish translation", body["output"])
-						}
-						md, _ := body["metadata"].(map[string]any)
-						if md["engine"] != "fallback" {
-							t.Errorf("metadata.engine %v, want fallback (no LLM configured)", md["engine"])
-						}
-						checkMetadata(t, body, "a2awire-translator", "translation")
-					},
-				},
-				{
-					method: "POST", path: "/agents/a2awire-translator/invoke",
-					body:   `{"task":"translation","input":{"text":"hello","source_lang":"en","target_lang":"xx"}}`,
-					status: http.StatusBadRequest,
-					check:  checkError("invalid_input"),
-				},
-			},
-		},
-		{
-			// The stateful fixture against DynamoDB Local: a record-entry,
-			// its replay, task ids that differ only after a comma or by a
-			// space (three tasks: ids are taken exactly as sent), and the
-			// balance that proves each appended once.
-			function: "fixture-ledger",
-			env:      ledgerEnv,
-			invokes: []invocation{
-				ledgerEntry("smoke-1", http.StatusOK, false, 0, 500, 1),
-				ledgerEntry("smoke-1", http.StatusOK, true, 1, 500, 1),
-				ledgerEntry("x,a", http.StatusOK, false, 0, 1000, 2),
-				ledgerEntry("x,b", http.StatusOK, false, 0, 1500, 3),
-				ledgerEntry("x, b", http.StatusOK, false, 0, 2000, 4),
-				ledgerEntry("x,a", http.StatusOK, true, 3, 1000, 2),
-				{
-					method: "POST", path: "/agents/a2awire-ledger/invoke",
-					body:   `{"task":"balance","input":{"account":"smoke"}}`,
-					status: http.StatusOK,
-					check: func(t *testing.T, body map[string]any) {
-						out, _ := body["output"].(map[string]any)
-						if out["balance_cents"] != 2000.0 || out["entries"] != 4.0 {
-							t.Errorf("balance %v, want 2000 cents in 4 entries (each task appended once)", body["output"])
-						}
-						checkMetadata(t, body, "a2awire-ledger", "balance")
-					},
-				},
-			},
-		},
-		registryCase(),
-		registrySeedCase(),
-	}...)
+// smokeTable is the DynamoDB Local table one function's main is pointed at.
+type smokeTable struct {
+	name     string
+	endpoint string
+	store    store.Store
 }
 
-// registryCase runs the registry's main against DynamoDB Local: the
-// network card, a profile lookup that reads the table, and discovery.
-func registryCase() smokeCase {
-	return smokeCase{
-		function: "registry",
-		env:      registryEnv,
-		invokes: []invocation{
-			{
-				method: "GET", path: "/.well-known/agent-card.json",
-				status: http.StatusOK,
-				check: func(t *testing.T, body map[string]any) {
-					if skills, _ := body["skills"].([]any); body["name"] != "a2awire" || len(skills) == 0 {
-						t.Errorf("card %v, want a2awire with skills", body)
-					}
-				},
-			},
-			{
-				method: "GET", path: "/api/v1/agents/nobody",
-				status: http.StatusNotFound,
-				check:  checkError("not_found"),
-			},
-			{
-				method: "GET", path: "/api/v1/agents",
-				status: http.StatusOK,
-				check: func(t *testing.T, body map[string]any) {
-					if agents, ok := body["agents"].([]any); !ok || len(agents) != 0 {
-						t.Errorf("discovery %v, want no agents", body)
-					}
-				},
-			},
-		},
-	}
+// local is the package's one DynamoDB Local: each function gets its own
+// table on it, so the functions' cases cannot see each other's writes.
+var local *dynamolocal.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(dynamolocal.Main(m, func(s *dynamolocal.Server) { local = s }))
 }
 
-// registryEnv points the registry's main at a fresh table in DynamoDB
-// Local, with a network key.
-func registryEnv(t *testing.T) []string {
-	t.Helper()
-	server, err := dynamolocal.Start()
-	if err != nil {
-		t.Fatalf("DynamoDB Local: %v", err)
-	}
-	t.Cleanup(server.Stop)
-	const table = "a2awire-smoke-registry"
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := dynamo.CreateTable(ctx, dynamo.LocalClient(server.Endpoint()), table); err != nil {
-		t.Fatalf("create table: %v", err)
-	}
-	return []string{
-		"TABLE_NAME=" + table,
-		"NETWORK_PUBLIC_KEY=" + base64.StdEncoding.EncodeToString(make([]byte, 32)),
-		"BASE_URL=https://smoke.a2awire.test",
-		"AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
-		"AWS_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=local",
-		"AWS_SECRET_ACCESS_KEY=local",
-	}
-}
-
-// ledgerEntry is a record-entry of 500 cents to account "smoke" under task
-// id; a replay must repeat invocation sameAs's body with the Replayed header.
-func ledgerEntry(id string, status int, replayed bool, sameAs int, balance, sequence float64) invocation {
-	return invocation{
-		method: "POST", path: "/agents/a2awire-ledger/invoke",
-		body:     `{"task":"record-entry","input":{"account":"smoke","amount_cents":500}}`,
-		header:   map[string]string{"x-a2awire-task-id": id},
-		status:   status,
-		replayed: replayed,
-		sameAs:   sameAs,
-		check: func(t *testing.T, body map[string]any) {
-			out, _ := body["output"].(map[string]any)
-			if out["account"] != "smoke" || out["balance_cents"] != balance || out["sequence"] != sequence {
-				t.Errorf("task id %q: output %v, want account smoke, balance %v, sequence %v", id, body["output"], balance, sequence)
-			}
-			checkMetadata(t, body, "a2awire-ledger", "record-entry")
-		},
-	}
-}
-
-// ledgerEnv starts DynamoDB Local, creates the table with the real schema
-// (dynamo.CreateTable) and returns the environment that points the
-// ledger's main at it: TABLE_NAME as the deploy sets it, and the SDK's own
-// endpoint, region and credential variables, which config.LoadDefaultConfig
-// reads, so the main runs unchanged.
-func ledgerEnv(t *testing.T) []string {
-	t.Helper()
-	server, err := dynamolocal.Start()
-	if err != nil {
-		t.Fatalf("DynamoDB Local: %v", err)
-	}
-	t.Cleanup(server.Stop)
-	const table = "a2awire-smoke"
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := dynamo.CreateTable(ctx, dynamo.LocalClient(server.Endpoint()), table); err != nil {
-		t.Fatalf("create table: %v", err)
-	}
-	t.Cleanup(func() {
-		// The entries are in DynamoDB Local, not somewhere else the main
-		// might have fallen back to.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		out, err := dynamo.LocalClient(server.Endpoint()).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), Select: "COUNT"})
-		if err != nil {
-			t.Errorf("scan %s: %v", table, err)
-		} else if out.Count < 4 {
-			t.Errorf("%s holds %d items after 4 appends", table, out.Count)
-		}
-	})
-	return []string{
-		"TABLE_NAME=" + table,
-		"AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
-		"AWS_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=local",
-		"AWS_SECRET_ACCESS_KEY=local",
-	}
-}
-
-// TestEmulator builds each function for the host and invokes it under the
-// emulator. The binary is built like `make build` builds it for Lambda
-// (CGO_ENABLED=0, -tags lambda.norpc, -trimpath) but for this machine's
-// architecture, since the emulator runs it natively.
+// TestEmulator builds every function for the host and invokes each under the
+// emulator with the invocations derived from the route table (see
+// derive_test.go) followed by the function's hand-written ones
+// (cases_test.go), through one warm runtime. The binaries are built like
+// `make build` builds them for Lambda (CGO_ENABLED=0, -tags lambda.norpc,
+// -trimpath) but for this machine's architecture, since the emulator runs
+// them natively.
 func TestEmulator(t *testing.T) {
 	root, err := repo.Root(".")
 	if err != nil {
@@ -355,25 +126,51 @@ func TestEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var covered []string
-	for _, c := range cases() {
-		covered = append(covered, c.function)
+	// Every folder is a deployed function, and every function the table
+	// names has a folder: the table is what the cases come from.
+	if names := routes.Functions(); !slices.Equal(folders, names) {
+		t.Fatalf("functions/ folders %v != route table functions %v: every Lambda main runs under the emulator, from the table", folders, names)
 	}
+	// Every function's invocations, worked out before anything starts, so
+	// a function the table gives no way to invoke fails at once.
+	plans := map[string][]invocation{}
 	for _, name := range folders {
-		if !slices.Contains(covered, name) {
-			t.Errorf("functions/%s has no emulator case: every Lambda main runs under the emulator", name)
+		invs, err := derive(name)
+		if err != nil {
+			t.Error(err)
+			continue
 		}
+		if len(invs) == 0 && handWritten[name] == nil {
+			t.Errorf("function %s has no route, no trigger and no hand-written case: nothing would run its main", name)
+		}
+		plans[name] = invs
 	}
-	for _, c := range cases() {
-		t.Run(c.function, func(t *testing.T) {
-			var env []string
-			if c.env != nil {
-				env = c.env(t)
+	if t.Failed() {
+		t.FailNow()
+	}
+	bins := buildAll(t, root, folders)
+	for _, name := range folders {
+		// One function at a time: on a loaded machine two mains sharing
+		// DynamoDB Local made a world write outlast its budget (503), and
+		// the invocations take seconds in all next to the build.
+		t.Run(name, func(t *testing.T) {
+			var (
+				env []string
+				tab *smokeTable
+			)
+			if routes.TableAccess(name) != routes.NoTable {
+				tab = newTable(t, name)
+				env = tableEnv(tab)
 			}
-			bootstrap := build(t, root, c.function)
-			em := start(t, rie, bootstrap, routes.Config(c.function), env)
+			invs := plans[name]
+			if extra := handWritten[name]; extra != nil {
+				// Hand-written ones first: they expect the seeded state,
+				// which the derived requests may change (a leave, a webhook).
+				invs = append(extra(t, tab), invs...)
+			}
+			em := start(t, rie, bins[name], routes.Config(name), append(sampleEnv(routes.Config(name)), env...))
 			var bodies []string
-			for i, inv := range c.invokes {
+			for i, inv := range invs {
 				body := em.invoke(t, inv)
 				bodies = append(bodies, body)
 				if inv.sameAs > 0 && body != bodies[inv.sameAs-1] {
@@ -396,15 +193,55 @@ func TestEmulator(t *testing.T) {
 						break
 					}
 					t.Logf("%s: init %s ms (bootstrap start to first /next; REPORT says Init Duration %s ms) on %s/%s",
-						c.function, rt[1], cold[1], runtime.GOOS, runtime.GOARCH)
+						name, rt[1], cold[1], runtime.GOOS, runtime.GOARCH)
 				case cold != nil:
 					t.Errorf("invoke %d initialized the runtime again: %q", i+1, report)
 				}
 				if d := duration.FindStringSubmatch(report); d != nil {
-					t.Logf("%s: invoke %d %s %s -> %d, Duration %s ms", c.function, i+1, inv.method, inv.path, inv.status, d[1])
+					t.Logf("%s: invoke %d %s -> Duration %s ms", name, i+1, inv.name(), d[1])
 				}
 			}
 		})
+	}
+}
+
+// newTable creates a fresh table for one function on the package's DynamoDB
+// Local with the real schema (dynamo.CreateTable), holding the lobby owned
+// by smokeOwner that smokeMember and derivedMember have joined and the
+// agent smokeAgent registered with smokeOwner's key, so every route naming
+// a world or an agent reaches one.
+func newTable(t *testing.T, function string) *smokeTable {
+	t.Helper()
+	client, name := dynamolocal.NewTable(t, local)
+	tab := &smokeTable{name: name, endpoint: local.Endpoint(), store: dynamo.New(client, name)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := world.New(tab.store)
+	if _, _, err := w.PutWorld(ctx, world.Manifest{ID: sampleWorld, Name: "Lobby"}, smokePub(smokeOwner)); err != nil {
+		t.Fatalf("%s: create the lobby: %v", function, err)
+	}
+	for _, k := range []ed25519.PrivateKey{smokeMember, derivedMember} {
+		if _, _, err := w.Join(ctx, sampleWorld, smokePub(k), nil); err != nil {
+			t.Fatalf("%s: join the lobby: %v", function, err)
+		}
+	}
+	if _, _, err := registry.New(tab.store).Register(ctx, registry.Agent{Name: smokeAgent, Description: "the smoke test's agent",
+		Endpoint: "https://smoke-agent.example/invoke", Capabilities: []string{"smoke"}, PublicKey: smokePub(smokeOwner)}); err != nil {
+		t.Fatalf("%s: register %s: %v", function, smokeAgent, err)
+	}
+	return tab
+}
+
+// tableEnv points a main at tab: TABLE_NAME as the deploy sets it, and the
+// SDK's own endpoint, region and credential variables, which
+// config.LoadDefaultConfig reads, so the main runs unchanged.
+func tableEnv(tab *smokeTable) []string {
+	return []string{
+		"TABLE_NAME=" + tab.name,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + tab.endpoint,
+		"AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=local",
+		"AWS_SECRET_ACCESS_KEY=local",
 	}
 }
 
@@ -414,21 +251,39 @@ var (
 	duration     = regexp.MustCompile(`\tDuration: ([0-9.]+) ms`)
 )
 
-// build compiles functions/<name> into a temporary bootstrap for the host.
-func build(t *testing.T, root, name string) string {
+// buildAll compiles every function for the host in one go build, which
+// links the binaries in parallel, and returns each one's path. The
+// bootstrap's name is the function's folder, as in build/<name>/bootstrap.
+func buildAll(t *testing.T, root string, names []string) map[string]string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "bootstrap")
+	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-o", out, "./functions/"+name)
+	args := []string{"build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc", "-o", dir + string(filepath.Separator)}
+	for _, name := range names {
+		args = append(args, "./functions/"+name)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
-	start := time.Now()
+	began := time.Now()
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./functions/%s: %v\n%s", name, err, msg)
+		t.Fatalf("go build the functions: %v\n%s", err, msg)
 	}
-	t.Logf("%s: built for %s/%s in %v", name, runtime.GOOS, runtime.GOARCH, time.Since(start).Round(time.Millisecond))
-	return out
+	t.Logf("built %d functions for %s/%s in %v", len(names), runtime.GOOS, runtime.GOARCH, time.Since(began).Round(time.Millisecond))
+	bins := map[string]string{}
+	for _, name := range names {
+		// The emulator runs a file named bootstrap, as Lambda does.
+		d := filepath.Join(dir, name+".d")
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bins[name] = filepath.Join(d, "bootstrap")
+		if err := os.Rename(filepath.Join(dir, name), bins[name]); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return bins
 }
 
 // emulator is one running aws-lambda-rie with its function.
@@ -512,13 +367,16 @@ func start(t *testing.T, rie, bootstrap string, fn routes.Function, env []string
 	return &emulator{url: "http://" + addr + "/2015-03-31/functions/function/invocations", out: out}
 }
 
-// invoke posts the API Gateway v2 event for inv, checks the Lambda
-// response the function's entry returns and returns its body.
+// invoke sends inv's event (the API Gateway v2 request, signed when inv
+// has a key, or its own event), checks the Lambda response the function's
+// entry returns and returns its body.
 func (e *emulator) invoke(t *testing.T, inv invocation) string {
 	t.Helper()
-	var event any = apiEvent(inv)
+	var event any
 	if inv.event != nil {
 		event = inv.event(t)
+	} else {
+		event = signedEvent(t, inv)
 	}
 	payload, err := json.Marshal(event)
 	if err != nil {
@@ -533,7 +391,7 @@ func (e *emulator) invoke(t *testing.T, inv invocation) string {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("invoke %s %s: %v", inv.method, inv.path, err)
+		t.Fatalf("invoke %s: %v", inv.name(), err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
@@ -541,7 +399,7 @@ func (e *emulator) invoke(t *testing.T, inv invocation) string {
 		t.Fatal(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("emulator answered %s: %s", resp.Status, raw)
+		t.Fatalf("emulator answered %s to %s: %s", resp.Status, inv.name(), raw)
 	}
 	if inv.event != nil {
 		inv.checkRaw(t, raw)
@@ -549,28 +407,55 @@ func (e *emulator) invoke(t *testing.T, inv invocation) string {
 	}
 	var out events.APIGatewayV2HTTPResponse
 	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("not an API Gateway v2 response: %v: %s", err, raw)
+		t.Fatalf("%s: not an API Gateway v2 response: %v: %s", inv.name(), err, raw)
+	}
+	if out.IsBase64Encoded {
+		t.Errorf("%s: JSON body came base64-encoded", inv.name())
+	}
+	// JSON, or a JSON-based media type (the key directory's +json).
+	ct := out.Headers["Content-Type"]
+	if mt, _, _ := strings.Cut(ct, ";"); mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		t.Errorf("%s: Content-Type %q", inv.name(), ct)
+	}
+	if inv.respond != nil {
+		inv.respond(t, out)
+		return out.Body
 	}
 	if out.StatusCode != inv.status {
-		t.Errorf("%s %s: status %d, want %d; body %s", inv.method, inv.path, out.StatusCode, inv.status, out.Body)
-	}
-	if ct := out.Headers["Content-Type"]; !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("%s %s: Content-Type %q", inv.method, inv.path, ct)
-	}
-	body := out.Body
-	if out.IsBase64Encoded {
-		t.Errorf("%s %s: JSON body came base64-encoded", inv.method, inv.path)
+		t.Errorf("%s: status %d, want %d; body %s", inv.name(), out.StatusCode, inv.status, out.Body)
 	}
 	var decoded map[string]any
-	if err := json.Unmarshal([]byte(body), &decoded); err != nil {
-		t.Fatalf("%s %s: body is not a JSON object: %v: %s", inv.method, inv.path, err, body)
+	if err := json.Unmarshal([]byte(out.Body), &decoded); err != nil {
+		t.Fatalf("%s: body is not a JSON object: %v: %s", inv.name(), err, out.Body)
 	}
 	if got := header(out, protocol.ReplayedHeader); (got == "true") != inv.replayed {
-		t.Errorf("%s %s (task id %q): %s = %q, want replayed %v", inv.method, inv.path, inv.header["x-a2awire-task-id"],
+		t.Errorf("%s (task id %q): %s = %q, want replayed %v", inv.name(), inv.header["x-a2awire-task-id"],
 			protocol.ReplayedHeader, got, inv.replayed)
 	}
 	inv.check(t, decoded)
-	return body
+	return out.Body
+}
+
+// signedEvent is inv's API Gateway event, signed by inv.key when it has one
+// (AWN-Ed25519 over the method, path, host and body, as a client signs).
+func signedEvent(t *testing.T, inv invocation) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	ev := apiEvent(inv)
+	if inv.key == nil {
+		return ev
+	}
+	s, err := auth.NewSigner(inv.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Headers(inv.method, &url.URL{Path: inv.path}, ev.Headers["host"], []byte(inv.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range h {
+		ev.Headers[strings.ToLower(name)] = v[0]
+	}
+	return ev
 }
 
 // header is a response header's value, matched case-insensitively as HTTP
@@ -590,12 +475,14 @@ func header(resp events.APIGatewayV2HTTPResponse, name string) string {
 }
 
 // apiEvent is the event API Gateway's HTTP API sends for inv on the route
-// of the table it matches (`ANY <path>` when none; payload format 2.0).
+// of the table it matches, with its path parameters (`ANY <path>` when
+// none; payload format 2.0).
 func apiEvent(inv invocation) events.APIGatewayV2HTTPRequest {
 	now := time.Now().UTC()
 	routeKey := "ANY " + inv.path
-	if r, _, ok := routes.Match(inv.method, inv.path); ok {
-		routeKey = r.Key()
+	var params map[string]string
+	if r, p, ok := routes.Match(inv.method, inv.path); ok {
+		routeKey, params = r.Key(), p
 	}
 	headers := map[string]string{"host": "example.execute-api.us-east-1.amazonaws.com", "user-agent": "a2awire-smoke"}
 	if inv.body != "" {
@@ -604,10 +491,11 @@ func apiEvent(inv invocation) events.APIGatewayV2HTTPRequest {
 	}
 	maps.Copy(headers, inv.header)
 	return events.APIGatewayV2HTTPRequest{
-		Version:  "2.0",
-		RouteKey: routeKey,
-		RawPath:  inv.path,
-		Headers:  headers,
+		Version:        "2.0",
+		RouteKey:       routeKey,
+		RawPath:        inv.path,
+		Headers:        headers,
+		PathParameters: params,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			RouteKey:     routeKey,
 			AccountID:    "000000000000",

@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -59,6 +60,7 @@ type Gateway struct {
 	bodyWait    time.Duration
 	bodies      *budget
 	chunks      sync.Pool // of chunkSize buffers for reading bodies
+	events      sync.Pool // of *eventBuffer
 }
 
 // NewGateway returns a gateway over entries, keyed by function name. Every
@@ -89,7 +91,41 @@ func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (
 		bodies:      newBudget(orDefault(o.BodyBudget, 64<<20)),
 	}
 	g.chunks.New = func() any { b := make([]byte, chunkSize); return &b }
+	g.events.New = func() any {
+		eb := &eventBuffer{}
+		eb.enc = json.NewEncoder(&eb.buf)
+		return eb
+	}
 	return g, nil
+}
+
+// eventBuffer is where the gateway writes an event's JSON: a buffer and an
+// encoding/json encoder bound to it, reused between requests so that
+// writing an event allocates nothing for its bytes.
+type eventBuffer struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooledEvent is the largest event buffer kept for reuse: one carrying
+// a large body goes to the collector rather than stay held by the pool.
+const maxPooledEvent = 64 << 10
+
+// encode writes v as json.Marshal does and returns the bytes, which are
+// valid until the buffer is reused.
+func (eb *eventBuffer) encode(v any) ([]byte, error) {
+	eb.buf.Reset()
+	if err := eb.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	// Encode ends the value with a newline, which Marshal does not write.
+	return eb.buf.Bytes()[:eb.buf.Len()-1], nil
+}
+
+func (g *Gateway) putEventBuffer(eb *eventBuffer) {
+	if eb.buf.Cap() <= maxPooledEvent {
+		g.events.Put(eb)
+	}
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -114,20 +150,25 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// logAccess writes the access line of one request.
+// logAccess writes the access line of one request. The attributes are
+// passed as slog.Attr values, which spares the boxing of each into an
+// interface; the line carries its request id itself, so the record is made
+// without the request's context, which the logger would only search for one.
 func (g *Gateway) logAccess(r *http.Request, id string, start time.Time, res outcome) {
-	if !g.log.Enabled(r.Context(), slog.LevelInfo) {
+	ctx := context.Background()
+	if !g.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", res.status,
-		"duration_ms", g.now().Sub(start).Milliseconds(), "function", res.function, "request_id", id}
+	var buf [8]slog.Attr
+	attrs := append(buf[:0], slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", res.status),
+		slog.Int64("duration_ms", g.now().Sub(start).Milliseconds()), slog.String("function", res.function), slog.String("request_id", id))
 	if res.err != nil {
-		attrs = append(attrs, "error", res.err.Error())
+		attrs = append(attrs, slog.String("error", res.err.Error()))
 	}
 	if res.clientGone {
-		attrs = append(attrs, "client_gone", true)
+		attrs = append(attrs, slog.Bool("client_gone", true))
 	}
-	g.log.InfoContext(r.Context(), "request", attrs...)
+	g.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }
 
 type outcome struct {
@@ -161,8 +202,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 	}
 	// The event reaches the function as Lambda delivers it: JSON bytes,
 	// written here by encoding/json and decoded by lambda.NewHandler.
-	payload, err := json.Marshal(buildEvent(r, routeKey, params, body, start, requestID))
+	eb := g.events.Get().(*eventBuffer)
+	payload, err := eb.encode(buildEvent(r, routeKey, params, body, start, requestID))
 	if err != nil {
+		g.putEventBuffer(eb)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	}
 	body = nil
@@ -200,7 +243,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 			g.logAccess(r, requestID, start, res)
 		})
 	})
+	// The function's decoder has read the event by now (the function
+	// runs on this goroutine, even past its deadline), so its buffer can
+	// serve the next request.
 	payload = nil
+	g.putEventBuffer(eb)
 	var res outcome
 	if !ans.once(func() { res = g.respond(ictx, w, fn, out, err) }) {
 		return outcome{answered: true}

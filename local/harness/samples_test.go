@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// regenerate rewrites every fixture-*.json and world-*.json from the request it describes,
+// regenerate rewrites every fixture-*.json from the request it describes,
 // through cloud.BuildEvent, adds the trigger samples, and records each
 // sample's answer in expected.json (keys that differ between two runs are
 // listed as ignored).
@@ -63,11 +63,6 @@ func regenerate() error {
 	if err != nil {
 		return err
 	}
-	worlds, err := filepath.Glob("../../events/world-*.json")
-	if err != nil {
-		return err
-	}
-	files = append(files, worlds...)
 	expected := map[string]expectation{}
 	for _, path := range files {
 		old, err := os.ReadFile(path)
@@ -326,5 +321,75 @@ func TestTriggerSampleEvents(t *testing.T) {
 	}
 	if e := p.sched[0]; e.DetailType != "Scheduled Event" || e.Source != "aws.events" || !e.Time.Equal(sampleTime) {
 		t.Errorf("schedule sample %+v", e)
+	}
+}
+
+// TestRouteSampleEvents sends every route's generated sample
+// (events/routes/, written by go generate ./shared/routes from the route
+// table) through the Lambda entry of the function its routeKey names, as
+// `make invoke` does. Each is unsigned with a body of {}: a public route
+// must answer it (below 500, a JSON body, not the access layer's "no
+// route"), any other route must refuse it with 401 or, on a signed route
+// that reads the key from the body first, a 4xx. Every route of the table
+// has exactly one sample.
+func TestRouteSampleEvents(t *testing.T) {
+	files, err := filepath.Glob("../../events/routes/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]routes.Route{}
+	for _, r := range routes.All() {
+		byKey[r.Key()] = r
+	}
+	h := mustHarness(t, testOptions(t))
+	sampled := map[string]bool{}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev events.APIGatewayV2HTTPRequest
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				t.Fatal(err)
+			}
+			r, ok := byKey[ev.RouteKey]
+			if !ok || sampled[ev.RouteKey] {
+				t.Fatalf("routeKey %q: in the table %t, sampled before %t", ev.RouteKey, ok, sampled[ev.RouteKey])
+			}
+			sampled[ev.RouteKey] = true
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			out, err := h.Invoke(ctx, r.Function, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp events.APIGatewayV2HTTPResponse
+			if err := json.Unmarshal(out, &resp); err != nil {
+				t.Fatal(err)
+			}
+			if !json.Valid([]byte(resp.Body)) || strings.Contains(resp.Body, `"no route `) {
+				t.Fatalf("%s: body %s, want the route's own JSON answer", r.Key(), resp.Body)
+			}
+			switch {
+			case r.Auth == routes.Public:
+				if resp.StatusCode >= 500 {
+					t.Errorf("%s (public): status %d, body %s; want an answer below 500", r.Key(), resp.StatusCode, resp.Body)
+				}
+			case r.Auth == routes.Signed:
+				if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+					t.Errorf("%s (signed) unsigned: status %d, body %s; want a 4xx refusal", r.Key(), resp.StatusCode, resp.Body)
+				}
+			default:
+				if resp.StatusCode != 401 {
+					t.Errorf("%s (%s) unsigned: status %d, body %s; want 401", r.Key(), r.Auth, resp.StatusCode, resp.Body)
+				}
+			}
+		})
+	}
+	for key := range byKey {
+		if !sampled[key] {
+			t.Errorf("route %s has no sample in events/routes: run go generate ./shared/routes", key)
+		}
 	}
 }

@@ -24,14 +24,17 @@
 //     limit), decoded once by the one strict reader (shared/strictjson):
 //     valid UTF-8, no repeated key, keys matched case-exactly, unknown keys
 //     refused or ignored as Config.UnknownFields says for the surface; a
-//     failure is an apierror Invalid. Body(r) is the raw bytes;
+//     failure is an apierror Invalid. A route whose body carries the
+//     signing key reads it in its BodyKey with DecodeKey into the same
+//     type, and the handler's Decode takes that value: one decode per
+//     request either way. Body(r) is the raw bytes;
 //   - IdentityFrom(r.Context()): who signed (key, keyid, awnId), on signed,
 //     owner and member routes;
 //   - RouteOf(r): the matched row of the route table.
 //
-// A handler checks what the values mean (required fields, ranges) once, in
-// the domain, and returns an *apierror.Error; the surface's renderer
-// (httperr.WriteRegistry, httperr.WriteWorld) writes it.
+// What the values mean (required fields, ranges, formats) is checked once,
+// by the domain the handler calls, which answers an *apierror.Error; the
+// surface's renderer (httperr.WriteRegistry, httperr.WriteWorld) writes it.
 //
 // # Keys
 //
@@ -98,11 +101,14 @@ type Route struct {
 	Handler http.Handler
 	// BodyKey, on signed routes whose body carries the signing key
 	// (registry POST, join, PUT /v0/worlds/{world}), returns that key; the
-	// verifier then requires keyid to be its thumbprint. An *apierror.Error
-	// it returns (e.g. Invalid for a malformed body) is rendered as is.
-	// Without it the route verifies against Config.Keys, the stored keys.
-	// ErrNoBodyKey falls back to the stored keys (ParamKeys, else Keys).
-	BodyKey func(body []byte) (ed25519.PublicKey, error)
+	// verifier then requires keyid to be its thumbprint. It reads the body
+	// with DecodeKey into the route's body type, so that the handler's
+	// Decode into that type takes the decoded value instead of decoding
+	// the body again. An *apierror.Error it returns (e.g. Invalid for a
+	// malformed body) is rendered as is. Without it the route verifies
+	// against Config.Keys, the stored keys. ErrNoBodyKey falls back to the
+	// stored keys (ParamKeys, else Keys).
+	BodyKey func(r *http.Request) (ed25519.PublicKey, error)
 	// Owns is required on owner routes: whether id owns the resource the
 	// path names. False renders 403 forbidden.
 	Owns func(ctx context.Context, params map[string]string, id Identity) (bool, error)
@@ -228,7 +234,7 @@ func (d *Dispatcher) wrap(cfg Config, r routes.Route, spec Route) (http.Handler,
 		keys := stored
 		if spec.BodyKey != nil {
 			keys = func(r *http.Request, body []byte) (auth.KeyLookup, error) {
-				pub, err := spec.BodyKey(body)
+				pub, err := spec.BodyKey(r)
 				if errors.Is(err, ErrNoBodyKey) {
 					if cfg.ParamKeys == nil && cfg.Keys == nil {
 						return nil, apierror.New(apierror.Unauthorized, "the body carries no publicKey")
@@ -402,6 +408,10 @@ type request struct {
 	params  map[string]string
 	body    []byte
 	unknown strictjson.Unknown
+	// decoded is the body as Decode last decoded it, so that a second
+	// Decode into the same type (the handler's, after the BodyKey's)
+	// reads no byte again.
+	decoded *decoded
 }
 
 func requestOf(r *http.Request) *request {

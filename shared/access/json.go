@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/strictjson"
@@ -15,17 +16,52 @@ import (
 // case-sensitively, and a key that names no field ignored or refused as the
 // surface's Config.UnknownFields says. Every failure is an apierror Invalid
 // (400 invalid_input on the registry, INVALID_REQUEST on the worlds) whose
-// message says what was wrong. A handler calls it once; the values it
-// checks beyond their JSON kinds (required, ranges, formats) are the
-// domain's to check.
+// message says what was wrong. The values it checks beyond their JSON kinds
+// (required, ranges, formats) are the domain's to check.
+//
+// The body is decoded once per request: a second Decode into the same type
+// (the handler's, after its route's BodyKey) copies the first's value and
+// answers its error.
 func Decode(r *http.Request, v any) error {
 	req := requestOf(r)
-	return decode(req.body, v, req.unknown)
+	rv := reflect.ValueOf(v)
+	ptr := rv.Kind() == reflect.Pointer && !rv.IsNil()
+	if d := req.decoded; d != nil && ptr && d.v.Type() == rv.Type() {
+		rv.Elem().Set(d.v.Elem())
+		return d.err
+	}
+	err := decode(req.body, v, req.unknown)
+	if ptr {
+		keep := reflect.New(rv.Type().Elem())
+		keep.Elem().Set(rv.Elem())
+		req.decoded = &decoded{v: keep, err: err}
+	}
+	return err
+}
+
+// DecodeKey is Decode for a Route.BodyKey, which runs before the signature
+// is verified and needs only the field key (its JSON name) of v: a failure
+// of another field — a key that names none, a value of the wrong kind — is
+// not its to report; the handler's Decode, after the signature verified,
+// answers it, as when the key was read alone. A body that is not strict
+// JSON, or a key of the wrong kind, is its error.
+func DecodeKey(r *http.Request, v any, key string) error {
+	err := Decode(r, v)
+	var se *strictjson.Error
+	if errors.As(err, &se) && (se.Kind == strictjson.UnknownField || se.Kind == strictjson.WrongType && se.Field != key) {
+		return nil
+	}
+	return err
+}
+
+// decoded is a body Decode decoded: a copy of the value, and its error.
+type decoded struct {
+	v   reflect.Value
+	err error
 }
 
 // DecodeJSON decodes body into v as Decode does, ignoring keys that name no
-// field: for a Route.BodyKey, which reads only the key from a body the
-// handler then decodes whole.
+// field, for a body that is not the request's; handlers use Decode.
 func DecodeJSON(body []byte, v any) error {
 	return decode(body, v, strictjson.IgnoreUnknown)
 }

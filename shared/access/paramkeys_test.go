@@ -44,11 +44,11 @@ func (k *worldKeys) lookup(_ context.Context, params map[string]string, keyID st
 }
 
 // bodyKey reads {"publicKey"} (std base64); absent is ErrNoBodyKey.
-func bodyKey(body []byte) (ed25519.PublicKey, error) {
+func bodyKey(r *http.Request) (ed25519.PublicKey, error) {
 	var in struct {
 		PublicKey *string `json:"publicKey"`
 	}
-	if err := access.DecodeJSON(body, &in); err != nil {
+	if err := access.DecodeKey(r, &in, "publicKey"); err != nil {
 		return nil, err
 	}
 	if in.PublicKey == nil {

@@ -216,3 +216,37 @@ func TestEntryHeaderNamesAndContext(t *testing.T) {
 		t.Errorf("context value %v, ended %v, raw host %q", val, ended, rawHost)
 	}
 }
+
+// TestRouteOf: behind Entry a handler reads the route the gateway matched
+// and its path parameters from the event (the request context's routeKey
+// first, the top-level copy when it is empty); under a plain server there
+// is none.
+func TestRouteOf(t *testing.T) {
+	t.Parallel()
+	var got lambdahttp.Route
+	var ok bool
+	entry := lambdahttp.Entry(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok = lambdahttp.RouteOf(r.Context())
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	ev := event("POST", "", nil)
+	ev.RouteKey = "POST /v0/worlds/{world}/messages"
+	ev.RequestContext.RouteKey = ev.RouteKey
+	ev.PathParameters = map[string]string{"world": "a b"}
+	if _, err := entry(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || got.Key != "POST /v0/worlds/{world}/messages" || got.Params["world"] != "a b" {
+		t.Errorf("RouteOf = %+v %v", got, ok)
+	}
+	ev.RequestContext.RouteKey = ""
+	if _, err := entry(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || got.Key != ev.RouteKey {
+		t.Errorf("top-level routeKey: RouteOf = %+v %v", got, ok)
+	}
+	if _, ok := lambdahttp.RouteOf(httptest.NewRequest("GET", "/", nil).Context()); ok {
+		t.Error("RouteOf found a route without an event")
+	}
+}

@@ -114,10 +114,3 @@ func FuzzNumberOutOfRange(f *testing.F) {
 		}
 	})
 }
-
-func firstNonSpace(b []byte) byte {
-	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 {
-		return t[0]
-	}
-	return 0
-}

@@ -310,7 +310,7 @@ var functions = []Function{
 	// batch. A round stops 3 s before the timeout and bumps the marker,
 	// whose change starts the next round; a failed round is retried from
 	// its record (batchItemFailures).
-	{Name: "world-deleter", Builder: "functions/world-deleter/deleter.Build", MemoryMB: 256, TimeoutSeconds: 60, Table: ReadWrite,
+	{Name: "world-deleter", Builder: "functions/world-deleter/deleter.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
 		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 1, ReportBatchItemFailures: true,
 			Filters: []StreamFilter{{EventNames: []string{"INSERT", "MODIFY"}, KeyPrefixes: map[string]string{"pk": "WORLDDEL#"}}}}}},
 

@@ -297,15 +297,9 @@ func NewAct(o Options, submitter ActionSubmitter) (http.Handler, error) {
 		if in.Action == "" {
 			return apierror.New(apierror.Invalid, "action is required")
 		}
-		params := in.Params
-		switch firstByte(params) {
-		case 0, 'n':
-			params = nil
-		case '{':
-		default:
-			return apierror.New(apierror.Invalid, "params must be a JSON object")
-		}
-		id, err := submitter.SubmitAction(r.Context(), world, awnID, in.Action, params)
+		// The world checks params (a JSON object or null, its size, its
+		// numbers): once, in the domain.
+		id, err := submitter.SubmitAction(r.Context(), world, awnID, in.Action, in.Params)
 		if err != nil {
 			return fmt.Errorf("worldhttp: submit action: %w", err)
 		}

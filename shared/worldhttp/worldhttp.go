@@ -93,12 +93,12 @@ type handlerFunc func(http.ResponseWriter, *http.Request) error
 // routes in the table (bodyKey, on signed routes, reads the signing key
 // from the body). Member routes verify against o.Members, signed ones
 // against their body key (and paramKeys when the body carries none).
-func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error)) (http.Handler, error) {
+func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func(*http.Request) (ed25519.PublicKey, error)) (http.Handler, error) {
 	return serveRoutes(o, paramKeys, f, bodyKey, nil)
 }
 
 // serveRoutes is serve with owns, the ownership check of owner routes.
-func serveRoutes(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func([]byte) (ed25519.PublicKey, error),
+func serveRoutes(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey func(*http.Request) (ed25519.PublicKey, error),
 	owns func(ctx context.Context, params map[string]string, id access.Identity) (bool, error)) (http.Handler, error) {
 	fn := o.Function
 	if fn == "" {

@@ -94,23 +94,24 @@ type putBody struct {
 	MaxMembers *int64 `json:"maxMembers"`
 }
 
-// keyBody is what BodyKey reads of a body: its publicKey, if any.
-type keyBody struct {
-	PublicKey *string `json:"publicKey"`
+// putKey is the BodyKey of PUT /v0/worlds/{world}: the body's publicKey;
+// absent, access.ErrNoBodyKey (an update by the owner may omit it). The
+// body is decoded here, once: the handler's access.Decode takes the value.
+func putKey(r *http.Request) (ed25519.PublicKey, error) {
+	var in putBody
+	if err := access.DecodeKey(r, &in, "publicKey"); err != nil {
+		return nil, err
+	}
+	return bodyKey(in.PublicKey)
 }
 
 // bodyKey reads publicKey (standard base64 of 32 bytes); absent is
-// access.ErrNoBodyKey. Only the key is read here: the handler decodes the
-// whole body strictly once the signature verified.
-func bodyKey(body []byte) (ed25519.PublicKey, error) {
-	var in keyBody
-	if err := access.DecodeJSON(body, &in); err != nil {
-		return nil, err
-	}
-	if in.PublicKey == nil {
+// access.ErrNoBodyKey.
+func bodyKey(publicKey *string) (ed25519.PublicKey, error) {
+	if publicKey == nil {
 		return nil, access.ErrNoBodyKey
 	}
-	pub, err := auth.DecodePublicKey(*in.PublicKey)
+	pub, err := auth.DecodePublicKey(*publicKey)
 	if errors.Is(err, auth.ErrUnsafeKey) {
 		return nil, apierror.New(apierror.Invalid, "publicKey must be a safe Ed25519 public key (not small-order, canonically encoded)")
 	}
@@ -167,7 +168,7 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 			return fmt.Errorf("worldhttp: put world: %w", err)
 		}
 		return reply(w, created(isNew), manifestJSON(m, base))
-	}, bodyKey)
+	}, putKey)
 }
 
 // NewGet serves GET /v0/worlds/{world} (public): the manifest and its
@@ -209,8 +210,12 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 	if joiner == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
-	joinKey := func(body []byte) (ed25519.PublicKey, error) {
-		pub, err := bodyKey(body)
+	joinKey := func(r *http.Request) (ed25519.PublicKey, error) {
+		var in joinBody
+		if err := access.DecodeKey(r, &in, "publicKey"); err != nil {
+			return nil, err
+		}
+		pub, err := bodyKey(in.PublicKey)
 		if errors.Is(err, access.ErrNoBodyKey) {
 			return nil, apierror.New(apierror.Invalid, "publicKey is required")
 		}
@@ -225,15 +230,9 @@ func NewJoin(o Options, joiner Joiner) (http.Handler, error) {
 		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
-		meta := in.Metadata
-		switch firstByte(meta) {
-		case 0, 'n':
-			meta = nil // absent or null
-		case '{':
-		default:
-			return apierror.New(apierror.Invalid, "metadata must be a JSON object")
-		}
-		m, isNew, err := joiner.Join(r.Context(), access.Param(r, "world"), id.PublicKey, meta)
+		// The world checks metadata (a JSON object or null, its size, its
+		// numbers): once, in the domain.
+		m, isNew, err := joiner.Join(r.Context(), access.Param(r, "world"), id.PublicKey, in.Metadata)
 		if err != nil {
 			return fmt.Errorf("worldhttp: join: %w", err)
 		}

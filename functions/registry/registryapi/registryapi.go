@@ -159,10 +159,11 @@ type registerBody struct {
 }
 
 // registerKey is the registry POST's key: the body's public_key, whose
-// thumbprint the verifier then requires to be the signature's keyid.
-func registerKey(body []byte) (ed25519.PublicKey, error) {
+// thumbprint the verifier then requires to be the signature's keyid. The
+// body is decoded here, once: register's access.Decode takes the value.
+func registerKey(r *http.Request) (ed25519.PublicKey, error) {
 	var b registerBody
-	if err := access.DecodeJSON(body, &b); err != nil {
+	if err := access.Decode(r, &b); err != nil {
 		return nil, err
 	}
 	if b.PublicKey == "" {
@@ -286,9 +287,7 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	if err := access.Decode(r, &b); err != nil {
 		return err
 	}
-	if b.Status != "online" && b.Status != "offline" {
-		return apierror.New(apierror.Invalid, `status must be "online" or "offline"`)
-	}
+	// The registry checks the status (SetPresence): once, in the domain.
 	id, ok := access.IdentityFrom(r.Context())
 	if !ok {
 		return apierror.New(apierror.Unauthorized, "request is not signed")

@@ -1,7 +1,6 @@
 package worldhttp
 
 import (
-	"bytes"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,14 +10,6 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 )
-
-func firstByte(raw []byte) byte {
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	if len(t) == 0 {
-		return 0
-	}
-	return t[0]
-}
 
 // Query parameter bounds.
 const (
