@@ -4,7 +4,6 @@ package smoke
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -33,7 +32,9 @@ func registrySeedCase(t *testing.T, tab *smokeTable) []invocation {
 	}))
 	t.Cleanup(srv.Close)
 	respURL := srv.URL + "/cfn-response"
-	pub, _, _ := ed25519.GenerateKey(nil)
+	// The smoke table's lobby is owned by smokeOwner: as the network key,
+	// the seeding keeps it (another key's lobby fails the deploy).
+	pub := smokePub(smokeOwner)
 	event := func(kind string) func(t *testing.T) any {
 		return func(t *testing.T) any {
 			return map[string]any{
