@@ -133,7 +133,7 @@ JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success
 	pf.StringVar(&a.baseURL, "url", base, "base URL of the network (env AWN_URL)")
 	root.AddCommand(a.initCommand(), a.whoamiCommand(), a.registerCommand(), a.discoverCommand(),
 		a.agentCommand(), a.invokeCommand(), a.conformCommand(),
-		a.worldCommand(), a.joinCommand(), a.leaveCommand(), a.agentsCommand(), a.sendCommand(),
+		a.worldCommand(), a.worldsCommand(), a.joinCommand(), a.leaveCommand(), a.agentsCommand(), a.sendCommand(),
 		a.messagesCommand(), a.pingCommand(), a.actCommand(), a.eventsCommand(), a.webhookCommand())
 	root.AddCommand(a.kickCommand(), a.banCommand(), a.unbanCommand(), a.bansCommand())
 	return root

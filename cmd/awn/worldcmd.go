@@ -46,9 +46,10 @@ func (a *app) worldCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SetOut(a.stderr)
 			_ = cmd.Help()
-			return usageErrorf("world needs a subcommand: create or show")
+			return usageErrorf("world needs a subcommand: create, show, close, reopen or delete")
 		},
 	}
+	cmd.AddCommand(a.worldOwnerCommands()...)
 	cmd.AddCommand(a.worldCreateCommand(), &cobra.Command{
 		Use:     "show <world>",
 		Short:   "Show a world's manifest and member count (public)",

@@ -4,7 +4,6 @@ package smoke
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -16,12 +15,13 @@ import (
 	"github.com/a2awire/a2awire/shared/fixtures"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/registry"
+	"github.com/a2awire/a2awire/shared/world"
 )
 
 // registrySeedCase runs the custom-resource main against DynamoDB Local as
-// CloudFormation drives it: a Create registers the fixtures (read back
-// from the table) and answers SUCCESS at the response URL; a Delete
-// answers SUCCESS and leaves them.
+// CloudFormation drives it: a Create registers the fixtures and creates
+// the lobby (both read back from the table) and answers SUCCESS at the
+// response URL; a Delete answers SUCCESS and leaves them.
 func registrySeedCase(t *testing.T, tab *smokeTable) []invocation {
 	answers := make(chan map[string]any, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +32,9 @@ func registrySeedCase(t *testing.T, tab *smokeTable) []invocation {
 	}))
 	t.Cleanup(srv.Close)
 	respURL := srv.URL + "/cfn-response"
-	pub, _, _ := ed25519.GenerateKey(nil)
+	// The smoke table's lobby is owned by smokeOwner: as the network key,
+	// the seeding keeps it (another key's lobby fails the deploy).
+	pub := smokePub(smokeOwner)
 	event := func(kind string) func(t *testing.T) any {
 		return func(t *testing.T) any {
 			return map[string]any{
@@ -67,6 +69,10 @@ func registrySeedCase(t *testing.T, tab *smokeTable) []invocation {
 					if err != nil || a.Endpoint != fixtures.Endpoint("https://abc.execute-api.us-east-1.amazonaws.com", f.Name) {
 						t.Errorf("%s after Create: %+v, %v", f.Name, a, err)
 					}
+				}
+				// The network's lobby, owned by the network key.
+				if m, err := world.New(tab.store).GetWorld(context.Background(), seed.LobbyWorld); err != nil || !m.OwnerKey.Equal(pub) {
+					t.Errorf("lobby after Create: %+v, %v", m, err)
 				}
 			},
 		},

@@ -38,7 +38,8 @@ func SigningKeyReference(secret string) string {
 // SeedResourceType is the CloudFormation type of the fixtures' registration.
 const SeedResourceType = "Custom::FixtureRegistrations"
 
-// Seeding registers the fixtures at deploy, owned by the network key. It is a
+// Seeding registers the fixtures at deploy, and creates the world lobby,
+// both owned by the network key. It is a
 // custom resource rather than a step `make deploy` runs after `cdk deploy`:
 // the stack already knows the stage URL and the table, so the registration is
 // part of the deploy itself (a plain `cdk deploy`, a pipeline or a rollback
@@ -78,6 +79,10 @@ func (s *Stack) addSeeding(sd Seeding, networkKey string) awscdk.CustomResource 
 			seed.PropAPIURL:           s.APIStage.Url(),
 			seed.PropNetworkPublicKey: networkKey,
 			"Catalog":                 sd.Digest,
+			// The function also creates the world lobby, owned by the
+			// network key; naming it here sends a stack deployed before
+			// that an Update, which creates it.
+			seed.PropLobby: seed.LobbyWorld,
 		},
 	})
 	// Explicit, as the function's ARN alone would not wait for the table

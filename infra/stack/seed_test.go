@@ -49,11 +49,12 @@ func TestSeededStack(t *testing.T) {
 		checkAssertion(t, "one registration resource", func() {
 			s.template.ResourceCountIs(jsii.String(stack.SeedResourceType), jsii.Number(1))
 		})
-		checkAssertion(t, "its handler, the API URL, the key and the catalog", func() {
+		checkAssertion(t, "its handler, the API URL, the key, the catalog and the lobby", func() {
 			s.template.HasResourceProperties(jsii.String(stack.SeedResourceType), map[string]any{
 				"ServiceToken":            map[string]any{"Fn::GetAtt": []any{fnID, "Arn"}},
 				seed.PropNetworkPublicKey: key,
 				"Catalog":                 stack.CatalogDigest(),
+				seed.PropLobby:            seed.LobbyWorld,
 			})
 		})
 		checkAssertion(t, "depends on the table", func() {

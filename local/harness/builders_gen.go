@@ -13,6 +13,7 @@ import (
 	"github.com/a2awire/a2awire/functions/webhook-deliver/deliverer"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
+	"github.com/a2awire/a2awire/functions/world-deleter/deleter"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/webhookhttp"
@@ -39,14 +40,19 @@ func builders() map[string]function.Builder {
 		"world-ban":            worldhttp.BuildBan,
 		"world-bans":           worldhttp.BuildBans,
 		"world-card":           worldhttp.BuildCard,
+		"world-close":          worldhttp.BuildClose,
+		"world-delete":         worldhttp.BuildDelete,
+		"world-deleter":        deleter.Build,
 		"world-events":         worldhttp.BuildEvents,
 		"world-get":            worldhttp.BuildGet,
 		"world-join":           worldhttp.BuildJoin,
 		"world-kick":           worldhttp.BuildKick,
 		"world-leave":          worldhttp.BuildLeave,
+		"world-list":           worldhttp.BuildDiscover,
 		"world-messages":       worldhttp.BuildMessages,
 		"world-ping":           worldhttp.BuildPing,
 		"world-put":            worldhttp.BuildPut,
+		"world-reopen":         worldhttp.BuildReopen,
 		"world-send":           worldhttp.BuildSend,
 		"world-unban":          worldhttp.BuildUnban,
 		"world-webhook-remove": webhookhttp.BuildRemove,

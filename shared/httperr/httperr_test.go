@@ -23,7 +23,9 @@ func TestRenderPerSurface(t *testing.T) {
 		regCode, wldCode string
 		message          string
 	}{
-		{&apierror.Error{Kind: apierror.Conflict, Code: "name_taken", Message: "taken"}, 409, "name_taken", "CONFLICT", "taken"},
+		// A domain's own code shows on both surfaces, upper-cased on the worlds'.
+		{&apierror.Error{Kind: apierror.Conflict, Code: "world_closed", Message: "closed"}, 409, "world_closed", "WORLD_CLOSED", "closed"},
+		{apierror.New(apierror.Conflict, "taken"), 409, "conflict", "CONFLICT", "taken"},
 		{apierror.New(apierror.Invalid, "bad %s", "x"), 400, "invalid_input", "INVALID_REQUEST", "bad x"},
 		{apierror.New(apierror.NotJoined, "join first"), 401, "not_joined", "NOT_JOINED", "join first"},
 		{apierror.New(apierror.NotFound, "no such world"), 404, "not_found", "NOT_FOUND", "no such world"},

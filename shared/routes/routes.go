@@ -317,6 +317,10 @@ var table = []Route{
 	// all but the public reads are read-write.
 	{Method: "PUT", Path: "/v0/worlds/{world}", Function: "world-put", Auth: Signed, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}", Function: "world-get", Auth: Public, Table: ReadOnly},
+	{Method: "GET", Path: "/v0/worlds", Function: "world-list", Auth: Public, Table: ReadOnly},
+	{Method: "POST", Path: "/v0/worlds/{world}/close", Function: "world-close", Auth: Owner, Table: ReadWrite},
+	{Method: "POST", Path: "/v0/worlds/{world}/reopen", Function: "world-reopen", Auth: Owner, Table: ReadWrite},
+	{Method: "DELETE", Path: "/v0/worlds/{world}", Function: "world-delete", Auth: Owner, Table: ReadWrite},
 	{Method: "POST", Path: "/v0/worlds/{world}/join", Function: "world-join", Auth: Signed, Table: ReadWrite},
 	{Method: "POST", Path: "/v0/worlds/{world}/leave", Function: "world-leave", Auth: Member, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}/agents", Function: "world-agents", Auth: Member, Table: ReadWrite},
@@ -353,6 +357,10 @@ var functions = []Function{
 	// a second before the deadline).
 	{Name: "world-put", Builder: "shared/worldhttp.BuildPut", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-get", Builder: "shared/worldhttp.BuildGet", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-list", Builder: "shared/worldhttp.BuildDiscover", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": ""}},
+	{Name: "world-close", Builder: "shared/worldhttp.BuildClose", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-reopen", Builder: "shared/worldhttp.BuildReopen", MemoryMB: 256, TimeoutSeconds: 10},
+	{Name: "world-delete", Builder: "shared/worldhttp.BuildDelete", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-join", Builder: "shared/worldhttp.BuildJoin", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_JOIN": ""}},
 	{Name: "world-leave", Builder: "shared/worldhttp.BuildLeave", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-agents", Builder: "shared/worldhttp.BuildAgents", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_AGENTS": ""}},
@@ -385,8 +393,18 @@ var functions = []Function{
 		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": ""}},
 	// No routes: the deploy runs it as the fixtures' registration (a
 	// CloudFormation custom resource, infra/stack Seeding), which writes
-	// the registry's items; 20 s covers five registrations and retries.
+	// the registry's items and creates the world lobby; 20 s covers five
+	// registrations, the lobby and retries.
 	{Name: "registry-seed", Builder: "shared/fixtures/seed.Build", MemoryMB: 128, TimeoutSeconds: 20, Table: ReadWrite},
+
+	// The deleter of deleted worlds: its stream trigger keeps only the
+	// deletion marker's inserts and changes (pk WORLDDEL#<world>), one a
+	// batch. A round stops 3 s before the timeout and bumps the marker,
+	// whose change starts the next round; a failed round is retried from
+	// its record (batchItemFailures).
+	{Name: "world-deleter", Builder: "functions/world-deleter/deleter.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
+		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 1, ReportBatchItemFailures: true,
+			Filters: []StreamFilter{{EventNames: []string{"INSERT", "MODIFY"}, KeyPrefixes: map[string]string{"pk": "WORLDDEL#"}}}}}},
 
 	// A member's webhook routes.
 	{Name: "world-webhook-set", Builder: "shared/webhookhttp.BuildSet", MemoryMB: 256, TimeoutSeconds: 10},

@@ -168,6 +168,10 @@ func TestWorldRoutes(t *testing.T) {
 		{"GET", "/v0/worlds/lobby/.well-known/agent.json", "world-card"},
 		{"GET", "/.well-known/agent-card.json", "registry"},
 		{"GET", "/v0/worlds/.well-known", "world-get"},
+		{"GET", "/v0/worlds", "world-list"},
+		{"POST", "/v0/worlds/lobby/close", "world-close"},
+		{"POST", "/v0/worlds/lobby/reopen", "world-reopen"},
+		{"DELETE", "/v0/worlds/lobby", "world-delete"},
 	} {
 		r, params, ok := routes.Match(c.method, c.path)
 		if !ok || r.Function != c.fn {
@@ -177,8 +181,8 @@ func TestWorldRoutes(t *testing.T) {
 			t.Errorf("%s %s: world = %q", c.method, c.path, params["world"])
 		}
 	}
-	if _, _, ok := routes.Match("DELETE", "/v0/worlds/lobby"); ok {
-		t.Error("DELETE /v0/worlds/lobby matched a route")
+	if _, _, ok := routes.Match("PATCH", "/v0/worlds/lobby"); ok {
+		t.Error("PATCH /v0/worlds/lobby matched a route")
 	}
 	if ev := routes.Config("world-events").TimeoutSeconds; ev <= 21 || ev >= 30 {
 		t.Errorf("world-events timeout %d s, want above a 20 s wait and below API Gateway's 30 s", ev)

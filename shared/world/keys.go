@@ -8,15 +8,18 @@
 //
 // # Items
 //
-//	item           pk                     sk                 type
-//	manifest       WORLD#<world>          MANIFEST           world
-//	member         WORLD#<world>          MEMBER#<awnId>     member
-//	member key     WORLD#<world>          MKEY#<keyid>       memberkey
-//	webhook        WORLD#<world>          WEBHOOK#<awnId>    webhook   (package webhook)
-//	shared event   EVENTS#<world>         <eventId>          event
-//	private event  EVENTS#<world>#<awnId> <eventId>          event
-//	event head     EVENTHEAD#<world>      HEAD               eventhead
-//	message        INBOX#<world>#<awnId>  MSG#<messageId>    message   (package inbox)
+//	item             pk                     sk                 type
+//	manifest         WORLD#<world>          MANIFEST           world
+//	listing          WORLD#<world>          LIST#<sort>#<scope> worldlist (in gsi1: discovery.go)
+//	member           WORLD#<world>          MEMBER#<awnId>     member
+//	member key       WORLD#<world>          MKEY#<keyid>       memberkey
+//	roster           WORLD#<world>          ROSTER#<awnId>     roster    (purge.go)
+//	webhook          WORLD#<world>          WEBHOOK#<awnId>    webhook   (package webhook)
+//	shared event     EVENTS#<world>         <eventId>          event
+//	private event    EVENTS#<world>#<awnId> <eventId>          event
+//	event head       EVENTHEAD#<world>      HEAD               eventhead
+//	deletion marker  WORLDDEL#<world>       MARKER             worlddeletion (lifecycle.go)
+//	message          INBOX#<world>#<awnId>  MSG#<messageId>    message   (package inbox)
 //
 // The manifest holds the owner's key, the slot counter and the member
 // count. A member item holds what the agents list shows (slot, joinedAt,
@@ -74,19 +77,21 @@
 // # Writes and races
 //
 // Service writes every event in the same store.Write as the change it
-// reports. The manifest's counters (slots, members) change only by a
-// single-item UpdateItem ADD, never inside a transaction: DynamoDB cancels
-// concurrent transactions that touch one item, so a popular world would
-// turn racing joins into retries, while concurrent ADDs all apply. A join
-// first takes a slot and counts itself (ADD slots 1, members 1, returning
-// the new slot), then writes member, member key and agent.joined in one
-// transaction conditioned on the member being absent; of racing joins of
-// one key the losers give their count back (ADD members -1) and return the
-// winner's membership, so a slot is unique and the count exact once the
-// joins have returned (slots lost that way are simply never used). A leave
-// deletes member, member key and webhook and writes agent.left in one
-// transaction conditioned on the membership it read, and only its winner
-// decrements the count; it then clears the inbox page by page.
+// reports. The slot counter changes only by a single-item UpdateItem ADD
+// outside any transaction, returning the slot. The member count changes in
+// the join's and the leave's own transactions: a join writes member,
+// member key, roster, agent.joined and ADD members 1 on the manifest,
+// conditioned on the member being absent and on the world being open and
+// under the cap (maxMembers) it read with the slot, so neither a close nor
+// a full world can be passed by a racing join, and the count is exact
+// whatever fails. Of racing joins of one key the losers return the
+// winner's membership (slots lost that way are never used). A leave
+// deletes member, member key and webhook, writes agent.left and ADD
+// members -1 in one transaction conditioned on the membership it read; it
+// then clears the inbox page by page. Holding the manifest in these
+// transactions makes concurrent joins of one world conflict on it as they
+// already do on the event head (the engine retries a conflict with
+// backoff).
 //
 // Every write only a member may make carries the membership as a condition
 // of its own transaction (MemberCheck: a ConditionCheck that the member
@@ -103,7 +108,7 @@
 // Log.Commit settles it — it moves the head to the event's id unless the
 // head is there already (after that the write in doubt can never commit),
 // then reads the event back — and writes again when it was not applied.
-// Join and Leave change the member count only on a settled outcome.
+// A join or leave whose outcome stays unknown changes nothing more.
 //
 // # Errors
 //

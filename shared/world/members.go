@@ -148,22 +148,23 @@ type joinedData struct {
 }
 
 // Join makes pub a member (created=true) or returns the existing membership
-// unchanged (false: same slot). Unknown world → NotFound. metadata is nil
-// or a JSON object ≤ 4 KiB (Invalid otherwise). It emits a public
-// agent.joined event in the same Write as the membership.
+// unchanged (false: same slot). Unknown world → NotFound; a closed world →
+// Conflict WORLD_CLOSED; a world at its maxMembers → Conflict WORLD_FULL,
+// both enforced by the condition on the manifest in the join's own
+// transaction. metadata is nil or a JSON object ≤ 4 KiB (Invalid
+// otherwise). It emits a public agent.joined event in the same Write as
+// the membership.
 //
 // Cost of a new member: 1 GetItem (the member item), 1 GetItem of the
-// registry's key item when Subjects is set, 1 UpdateItem (ADD slots 1,
-// members 1 on the manifest, returning the new slot: no scan, and no
-// transaction on the manifest, so racing joins never conflict on it) and
-// 1 TransactWriteItems through the log (member, member key, event, event
-// head). A rejoin is 1 GetItem. When a racing join of the same key wins
-// the transaction, the loser gives its count back (1 UpdateItem ADD
-// members -1; its slot stays unused) and returns the winner's membership,
-// so the count stays exact. The count is given back only when the
-// membership is known not to have been written: an outcome the store
-// reports as unknown is settled first (the log's Commit settles it; if
-// even that fails, the member item is re-read: ours → joined).
+// registry's key item when Subjects is set, 1 UpdateItem (ADD slots 1 on
+// the manifest, returning the slot and the manifest: a closed or full
+// world is refused here already), 1 TransactWriteItems through the log
+// (member, member key, roster, the manifest's ADD members 1 with its
+// condition, event, event head), then the listing's refresh (1 UpdateItem,
+// 1 TransactWriteItems). A rejoin is 1 GetItem. When a racing join of the
+// same key wins the transaction, the loser returns the winner's
+// membership. An outcome the store reports as unknown is settled by the
+// log; if even that fails, the member item is re-read: ours → joined.
 func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey, metadata json.RawMessage) (Member, bool, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return Member{}, false, invalid("publicKey must be %d bytes, not %d", ed25519.PublicKeySize, len(pub))
@@ -191,7 +192,7 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 		return Member{}, false, err
 	}
 	res, err := s.store.Write(ctx, store.Update(ManifestKey(world)).
-		AddNum(attrSlots, 1).AddNum(attrMembers, 1).When(store.ItemExists()).Returning())
+		AddNum(attrSlots, 1).When(store.ItemExists()).Returning())
 	if errors.Is(err, store.ErrConditionFailed) {
 		return Member{}, false, worldNotFound(world)
 	}
@@ -201,6 +202,13 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	slot, err := res[0].Int(attrSlots)
 	if err != nil {
 		return Member{}, false, internal(fmt.Errorf("world: manifest of %q: %w", world, err))
+	}
+	seen, err := decodeManifest(res[0])
+	if err != nil {
+		return Member{}, false, internal(err)
+	}
+	if err := refusal(seen); err != nil {
+		return Member{}, false, err
 	}
 	now := s.now().UTC()
 	m := Member{World: world, AWNID: awnID, KeyID: keyID, PublicKey: append(ed25519.PublicKey(nil), pub...),
@@ -239,28 +247,41 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 			attrKeyID:     store.S(keyID),
 			attrPublicKey: store.B(pub),
 		}).When(store.ItemAbsent()),
+		// The world's rules hold in the join's own transaction: open, and
+		// below its cap (the cap read with the slot; a changed cap fails
+		// too, and is reported as the item now says).
+		store.Update(ManifestKey(world)).AddNum(attrMembers, 1).When(joinable(seen.MaxMembers)).OnFailReturn(),
+		store.Put(RosterKey(world, awnID), store.Item{AttrType: store.S(TypeRoster), attrAWNID: store.S(awnID)}),
 		banCheck(world, awnID),
 		joinedIndexPut(world, pub, now),
 	)
 	if err == nil {
+		s.refreshListing(ctx, world)
 		return m, true, nil
 	}
 	if errors.Is(err, store.ErrOutcomeUnknown) {
 		// The log could not settle it either: the member item tells.
-		// Ours → joined. Absent or another's → the count may still be
-		// ours to keep or give back; it stays, and the error says so.
 		cur, rerr := s.readMember(context.WithoutCancel(ctx), world, awnID)
 		if rerr == nil && cur.JoinedAt.Equal(now) && cur.Slot == slot {
 			return cur, true, nil
 		}
 		return Member{}, false, apierror.FromStore("join world (outcome unknown)", err)
 	}
-	// Nothing of the membership was written: give the count back. A
-	// failure here leaves the count one too high, so it is reported.
-	if _, uerr := s.store.Write(context.WithoutCancel(ctx), store.Update(ManifestKey(world)).AddNum(attrMembers, -1).When(store.ItemExists())); uerr != nil {
-		return Member{}, false, apierror.FromStore("give back member count", errors.Join(err, uerr))
-	}
 	var cf *store.ConditionFailedError
+	if errors.As(err, &cf) && cf.Action == 2 {
+		if cf.Item == nil {
+			return Member{}, false, worldNotFound(world)
+		}
+		got, derr := decodeManifest(cf.Item)
+		if derr != nil {
+			return Member{}, false, internal(derr)
+		}
+		if rerr := refusal(got); rerr != nil {
+			return Member{}, false, rerr
+		}
+		return Member{}, false, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
+			Message: "the world's member cap changed during the join; retry"}
+	}
 	if errors.As(err, &cf) && cf.Action == joinBanCheck {
 		return Member{}, false, banned(world) // a racing ban came first
 	}
@@ -275,6 +296,30 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	return cur, false, nil
 }
 
+// refusal is why a world as m shows it refuses a join, or nil.
+func refusal(m Manifest) error {
+	if m.Status == StatusClosed {
+		return worldClosed(m.ID)
+	}
+	if m.MaxMembers > 0 && m.Members >= m.MaxMembers {
+		return worldFull(m.ID, m.MaxMembers)
+	}
+	return nil
+}
+
+// joinable is the condition on the manifest of a join's transaction: the
+// world exists, is not closed, and has the cap maxMembers the join read
+// (none: none) with room under it.
+func joinable(maxMembers int64) store.Cond {
+	c := []store.Cond{store.ItemExists(), store.Ne(attrStatus, store.S(StatusClosed))}
+	if maxMembers > 0 {
+		c = append(c, store.Eq(attrMaxMember, store.N(maxMembers)), store.Lt(attrMembers, store.N(maxMembers)))
+	} else {
+		c = append(c, store.NotExists(attrMaxMember))
+	}
+	return store.And(c...)
+}
+
 // leftData is the payload of agent.left.
 type leftData struct {
 	AWNID string `json:"awnId"`
@@ -282,22 +327,23 @@ type leftData struct {
 
 // joinBanCheck is the index of banCheck among the actions of a join's
 // commit.
-const joinBanCheck = 2
+const joinBanCheck = 4
 
 // Leave removes the membership and its member-key item, deletes the
 // member's webhook item (WebhookKey), its item in the agent's index of
 // worlds (the agent's view) and every message of its inbox (the InboxPK
-// partition), and emits a public agent.left. Not a member → NotJoined.
+// partition), and emits a public agent.left. Not a member → NotJoined; a
+// world deleted meanwhile → NotFound.
 //
 // Cost: 1 GetItem (the member, for its keyid), 1 TransactWriteItems
-// through the log (delete member, member key, webhook and index item, put
-// the event, move the event head), 1 UpdateItem
-// (ADD members -1, outside the transaction so it never conflicts with
-// joins), then per page of up to 100 inbox messages 1 Query and 1 Write of
-// their Deletes (an empty inbox: 1 Query). Only the leave that wins the
-// conditional delete of the member item decrements the count and clears
-// the inbox; a write whose outcome was unknown counts as won once the log
-// has settled it as committed, and touches nothing while it stays unknown.
+// through the log (delete member, member key, webhook and index item, ADD
+// members -1 on the manifest, put the event, move the event head), the
+// listing's refresh (1 UpdateItem, 1 TransactWriteItems), then per page of
+// up to 100 inbox messages 1 Query and 1 Write of their Deletes (an empty
+// inbox: 1 Query). Only the leave that wins the conditional delete of the
+// member item clears the inbox; a write whose outcome was unknown counts
+// as won once the log has settled it as committed, and touches nothing
+// while it stays unknown.
 func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 	cur, err := s.readMember(ctx, world, awnID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -318,12 +364,17 @@ func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 }
 
 // removeActions is how many actions of its own remove commits before the
-// caller's extra ones (a ban's Put is the first extra one).
-const removeActions = 4
+// caller's extra ones (a ban's Put is the first extra one); removeManifest
+// is the index of the count's update on the manifest among them.
+const (
+	removeManifest = 4
+	removeActions  = 5
+)
 
 // remove ends membership cur, committing ev and extra in the same write
-// (the deletes of member, member key, webhook and index item first, then
-// extra), and then decrements the count and clears the inbox. The member
+// (the deletes of member, member key, webhook and index item and the
+// count's decrement first, then extra), and then refreshes the discovery
+// listing and clears the inbox. A world deleted meanwhile → NotFound. The member
 // item's delete is conditioned on cur's joinedAt, so of racing removals
 // (leave, kick, ban) one wins; a failed condition is returned as the
 // store's *store.ConditionFailedError, its Action counting these actions,
@@ -335,21 +386,26 @@ func (s *Service) remove(ctx context.Context, cur Member, ev Event, extra ...sto
 		store.Delete(MemberKeyKey(world, cur.KeyID)),
 		store.Delete(WebhookKey(world, awnID)),
 		store.Delete(joinedIndexKey(world, awnID)),
+		// The member count, in the same write (the world must still
+		// exist: a deleted world's deleter removes the membership).
+		store.Update(ManifestKey(world)).AddNum(attrMembers, -1).When(store.ItemExists()),
 	}, extra...)
 	_, err := s.log.Commit(ctx, ev, acts...)
+	var cf *store.ConditionFailedError
+	if errors.As(err, &cf) && cf.Action == removeManifest {
+		return worldNotFound(world)
+	}
 	if errors.Is(err, store.ErrConditionFailed) {
 		return err
 	}
 	if err != nil {
-		// Unsettled outcomes included: the count is not touched unless
+		// Unsettled outcomes included: the inbox is not touched unless
 		// this removal is known to have won.
 		return apierror.FromStore("end membership", err)
 	}
 	// The membership is gone: finish the rest even if the caller goes.
 	ctx = context.WithoutCancel(ctx)
-	if _, err := s.store.Write(ctx, store.Update(ManifestKey(world)).AddNum(attrMembers, -1).When(store.ItemExists())); err != nil {
-		return apierror.FromStore("decrement member count", err)
-	}
+	s.refreshListing(ctx, world)
 	return s.clearInbox(ctx, world, awnID)
 }
 
@@ -437,8 +493,10 @@ func (s *Service) Member(ctx context.Context, world, awnID string) (Member, erro
 }
 
 // MemberKey is the key lookup of member routes: the public key and awnId
-// of the member of world whose keyid is keyID (1 GetItem of MemberKeyKey).
-// No such member → an *apierror.Error of kind NotJoined.
+// of the member of world whose keyid is keyID (1 GetItem of MemberKeyKey,
+// then 1 GetItem of the manifest). No such member → an *apierror.Error of
+// kind NotJoined; a world deleted (its members not yet removed) →
+// NotFound.
 func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.PublicKey, string, error) {
 	if !auth.ValidKeyID(keyID) || !worldIDShape.Match(world) {
 		return nil, "", notJoined(world)
@@ -454,6 +512,13 @@ func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.P
 	awnID := it.Str(attrAWNID)
 	if it.Str(AttrType) != TypeMemberKey || len(pub) != ed25519.PublicKeySize || awnID == "" {
 		return nil, "", internal(fmt.Errorf("world: item %s is not a member key", it.Key()))
+	}
+	// A deleted world answers 404 at once, while its deleter has yet to
+	// remove the member keys: the manifest goes first.
+	if _, err := s.store.Get(ctx, ManifestKey(world)); errors.Is(err, store.ErrNotFound) {
+		return nil, "", worldNotFound(world)
+	} else if err != nil {
+		return nil, "", apierror.FromStore("read world", err)
 	}
 	return ed25519.PublicKey(pub), awnID, nil
 }

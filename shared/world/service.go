@@ -26,6 +26,8 @@ const (
 	MaxActionDescriptionLen = 512
 	// MaxMetadataBytes bounds the metadata an agent passes at join.
 	MaxMetadataBytes = 4 << 10
+	// MaxMembersCap is the largest maxMembers a manifest may set.
+	MaxMembersCap = 1_000_000
 	// MaxParamsBytes bounds the params of one action.
 	MaxParamsBytes = 64 << 10
 
@@ -97,6 +99,9 @@ type Service struct {
 	subjects Subjects
 	log      *Log
 	wait     WaitClock
+	// agentParts names other packages' per-agent partitions the deleter
+	// empties (WithAgentPartitions).
+	agentParts PartitionsOf
 }
 
 // WaitClock is the clock a long poll waits on: the real one by default
@@ -197,6 +202,9 @@ func validateManifest(m *Manifest) error {
 			return invalid("%s", ident.UnsafeRuneError(f.field, c))
 		}
 	}
+	if m.MaxMembers < 0 || m.MaxMembers > MaxMembersCap {
+		return invalid("maxMembers must be between 1 and %d (or absent for no cap), not %d", MaxMembersCap, m.MaxMembers)
+	}
 	if len(m.Actions) > MaxActions {
 		return invalid("actions must list at most %d actions, not %d", MaxActions, len(m.Actions))
 	}
@@ -259,14 +267,24 @@ func decodeManifest(it store.Item) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("world: manifest %s: %w", it.Key(), err)
 	}
 	m.CreatedAt, m.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	m.OwnerAWNID, m.Status = auth.AWNID(m.OwnerKey), orOpen(it.Str(attrStatus))
+	if _, ok := it[attrMaxMember]; ok {
+		if m.MaxMembers, err = it.Int(attrMaxMember); err != nil {
+			return Manifest{}, fmt.Errorf("world: manifest %s: %w", it.Key(), err)
+		}
+	}
 	return m, nil
 }
 
 // PutWorld creates world m.ID owned by signer (created=true, 201) or updates
-// it when signer is its owner (false, 200); another key → Forbidden.
-// Validation → Invalid naming the field. Cost: 1 GetItem, then 1 PutItem
-// (create) or 1 UpdateItem (update, returning the new manifest; the member
-// and slot counters are left alone).
+// it when signer is its owner (false, 200); another key → Forbidden. A
+// world whose deletion is under way → Conflict (the name is free once the
+// deletion finishes). Validation → Invalid naming the field. Cost: 1
+// GetItem, then 1 TransactWriteItems: create puts the manifest and its
+// listing items and checks the deletion marker is absent; update sets the
+// manifest's fields (the member and slot counters and the status are left
+// alone) and rewrites its listing items, conditioned on the listing
+// version it read (a racing refresh of the count makes it read again).
 func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.PublicKey) (Manifest, bool, error) {
 	if err := validateManifest(&m); err != nil {
 		return Manifest{}, false, err
@@ -279,9 +297,10 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 	}
 	keyID := auth.KeyID(signer)
 	forbidden := apierror.New(apierror.Forbidden, "world %s belongs to another key; only its owner may change it", apierror.Quote(m.ID))
-	// Two rounds: a create that loses a race to another create reads the
-	// winner and updates (same key) or is refused (another key).
-	for range 2 {
+	// Rounds: a create that loses a race to another create reads the
+	// winner and updates (same key) or is refused (another key); an update
+	// that loses to a refresh of the listing reads again.
+	for range 3 {
 		cur, err := s.store.Get(ctx, ManifestKey(m.ID))
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -293,6 +312,7 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 				attrActions:    store.S(encodeActions(m.Actions)),
 				attrOwnerKey:   store.B(signer),
 				attrOwnerKeyID: store.S(keyID),
+				attrStatus:     store.S(StatusOpen),
 				attrMembers:    store.N(0),
 				attrSlots:      store.N(0),
 				attrCreatedAt:  store.N(now.UnixNano()),
@@ -304,16 +324,30 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 			if m.Category != "" {
 				it[attrCategory] = store.S(m.Category)
 			}
-			_, err := s.store.Write(ctx, store.Put(ManifestKey(m.ID), it).When(store.ItemAbsent()),
-				ownedIndexPut(m.ID, signer, now))
+			if m.MaxMembers > 0 {
+				it[attrMaxMember] = store.N(m.MaxMembers)
+			}
+			m.OwnerKey, m.OwnerKeyID = append(ed25519.PublicKey(nil), signer...), keyID
+			m.OwnerAWNID, m.Status = auth.AWNID(signer), StatusOpen
+			m.Members, m.CreatedAt, m.UpdatedAt = 0, now, now
+			acts := append([]store.Action{
+				store.Put(ManifestKey(m.ID), it).When(store.ItemAbsent()),
+				store.Check(DeletionKey(m.ID), store.ItemAbsent()),
+			}, listingPuts(m, 0)...)
+			// The owner's index item (the agent's own view) last, so the
+			// deletion check stays action 1.
+			acts = append(acts, ownedIndexPut(m.ID, signer, now))
+			_, err := s.store.Write(ctx, acts...)
+			var cf *store.ConditionFailedError
+			if errors.As(err, &cf) && cf.Action == 1 {
+				return Manifest{}, false, deleting(m.ID)
+			}
 			if errors.Is(err, store.ErrConditionFailed) {
 				continue
 			}
 			if err != nil {
 				return Manifest{}, false, apierror.FromStore("create world", err)
 			}
-			m.OwnerKey, m.OwnerKeyID = append(ed25519.PublicKey(nil), signer...), keyID
-			m.Members, m.CreatedAt, m.UpdatedAt = 0, now, now
 			return m, true, nil
 		case err != nil:
 			return Manifest{}, false, apierror.FromStore("read world", err)
@@ -321,10 +355,16 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 		if cur.Str(attrOwnerKeyID) != keyID {
 			return Manifest{}, false, forbidden
 		}
+		old, err := decodeManifest(cur)
+		if err != nil {
+			return Manifest{}, false, internal(err)
+		}
+		ver, _ := cur.Int(attrListVer) // absent: 0
+		now := s.now().UTC()
 		up := store.Update(ManifestKey(m.ID)).
 			SetAttr(attrName, store.S(m.Name)).
 			SetAttr(attrActions, store.S(encodeActions(m.Actions))).
-			SetAttr(attrUpdatedAt, store.N(s.now().UTC().UnixNano()))
+			SetAttr(attrUpdatedAt, store.N(now.UnixNano()))
 		var drop []string
 		for _, f := range []struct{ attr, v string }{{attrDescription, m.Description}, {attrCategory, m.Category}} {
 			if f.v != "" {
@@ -333,19 +373,34 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 				drop = append(drop, f.attr)
 			}
 		}
+		if m.MaxMembers > 0 {
+			up = up.SetAttr(attrMaxMember, store.N(m.MaxMembers))
+		} else {
+			drop = append(drop, attrMaxMember)
+		}
 		if len(drop) > 0 {
 			up = up.Del(drop...)
 		}
-		res, err := s.store.Write(ctx, up.When(store.Eq(attrOwnerKeyID, store.S(keyID))).Returning())
+		listed := store.Eq(attrListVer, store.N(ver))
+		if _, ok := cur[attrListVer]; !ok {
+			listed = store.NotExists(attrListVer)
+		}
+		out := old
+		out.Name, out.Description, out.Category, out.Actions, out.MaxMembers, out.UpdatedAt = m.Name, m.Description, m.Category, m.Actions, m.MaxMembers, now
+		acts := append([]store.Action{up.When(store.And(store.Eq(attrOwnerKeyID, store.S(keyID)), listed))}, listingPuts(out, ver)...)
+		if out.Category == "" {
+			for _, l := range listingSlots {
+				if l.category {
+					acts = append(acts, store.Delete(l.key(m.ID)))
+				}
+			}
+		}
+		_, err = s.store.Write(ctx, acts...)
 		if errors.Is(err, store.ErrConditionFailed) {
-			return Manifest{}, false, forbidden
+			continue // another owner key (read again: forbidden) or a refresh came first
 		}
 		if err != nil {
 			return Manifest{}, false, apierror.FromStore("update world", err)
-		}
-		out, err := decodeManifest(res[0])
-		if err != nil {
-			return Manifest{}, false, internal(err)
 		}
 		return out, false, nil
 	}

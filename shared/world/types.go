@@ -18,11 +18,24 @@ type Manifest struct {
 	// OwnerKey is the key that created the world and alone may update it.
 	OwnerKey   ed25519.PublicKey
 	OwnerKeyID string
+	// OwnerAWNID is the owner's awnId (auth.AWNID of OwnerKey).
+	OwnerAWNID string
+	// Status is StatusOpen or StatusClosed (joins refused).
+	Status string
+	// MaxMembers caps the members; 0 means no cap.
+	MaxMembers int64
 	// Members is how many agents are joined now.
 	Members   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
+
+// World statuses: a closed world refuses joins; its members may still
+// read, act and leave.
+const (
+	StatusOpen   = "open"
+	StatusClosed = "closed"
+)
 
 // ActionSpec is one action of a manifest.
 type ActionSpec struct {

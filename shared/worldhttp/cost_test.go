@@ -94,26 +94,29 @@ func TestRequestCost(t *testing.T) {
 		calls        map[string]int
 	}{
 		{"create world", "put", a, "PUT", "/v0/worlds/cost", fmt.Sprintf(`{"publicKey":%q,"name":"Cost"}`, b64(key(a[0]))), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1}}, // manifest + owner's index item
-		{"update world (owner, no publicKey)", "put", a, "PUT", "/v0/worlds/cost", `{"name":"Cost 2"}`, 200, map[string]int{"GetItem": 2, "PutItem": 1, "UpdateItem": 1}},
+		{"update world (owner, no publicKey)", "put", a, "PUT", "/v0/worlds/cost", `{"name":"Cost 2"}`, 200, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1}},
 		{"get world", "get", nil, "GET", "/v0/worlds/cost", "", 200, map[string]int{"GetItem": 1}},
 		{"card", "card", nil, "GET", "/v0/worlds/cost/.well-known/agent-card.json", "", 200, map[string]int{"GetItem": 1}},
-		// A join: the world's join window (UpdateItem), then the players'
-		// page: the manifest and members (Query), their webhooks (Query).
-		{"join (new)", "join", a, "POST", "/v0/worlds/cost/join", joinBody(a), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 2}},
-		{"join (new, second agent)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 2}},
+		// A join: the world's join window (UpdateItem), the listing's
+		// refresh after the commit (UpdateItem, TransactWriteItems), then
+		// the players' page: the manifest and members (Query), their
+		// webhooks (Query). Every member route reads the manifest first
+		// (GetItem), so a deleted world answers 404 at once.
+		{"join (new)", "join", a, "POST", "/v0/worlds/cost/join", joinBody(a), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 2, "UpdateItem": 3}},
+		{"join (new, second agent)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 2, "UpdateItem": 3}},
 		{"join (already joined)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
-		{"agents (2 members)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
+		{"agents (2 members)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
 		{"agents (not joined)", "agents", []byte{23}, "GET", "/v0/worlds/cost/agents", "", 401, map[string]int{"GetItem": 1}},
-		{"send", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, bID), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
-		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
-		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 1, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
+		{"send", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, bID), 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
+		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
 		// ping: the target, the probe's webhook read, the probe recorded
 		// (UpdateItem) and the webhook read again for its presence.
-		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 4, "PutItem": 1, "UpdateItem": 2}},
-		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 5, "PutItem": 1, "UpdateItem": 2}},
+		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 3, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
 		// b's first poll: its presence.changed (online) is committed.
-		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}},
-		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1, "TransactWriteItems": 2, "UpdateItem": 1}},
 	}
 	for _, s := range steps {
 		if got := call(s.fn, s.k, s.method, s.path, s.body); got != s.status {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/a2awire/a2awire/shared/access"
+	"github.com/a2awire/a2awire/shared/agentcard"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/world"
@@ -39,20 +40,47 @@ type manifestOut struct {
 	Category    string             `json:"category"`
 	Actions     []world.ActionSpec `json:"actions"`
 	OwnerKeyID  string             `json:"ownerKeyId"`
-	Members     int64              `json:"members"`
-	CreatedAt   string             `json:"createdAt"`
-	UpdatedAt   string             `json:"updatedAt"`
+	OwnerAWNID  string             `json:"ownerAwnId"`
+	Status      string             `json:"status"`
+	// MaxMembers is null when the world has no cap.
+	MaxMembers *int64 `json:"maxMembers"`
+	// Members is memberCount under its first name, kept for clients
+	// that read it.
+	Members     int64  `json:"members"`
+	MemberCount int64  `json:"memberCount"`
+	CreatedAt   string `json:"createdAt"`
+	UpdatedAt   string `json:"updatedAt"`
+	CardURL     string `json:"cardUrl"`
 }
 
-func manifestJSON(m world.Manifest) manifestOut {
+// manifestJSON renders m; base is the network's URL its cardUrl is below
+// ("" gives the path alone).
+func manifestJSON(m world.Manifest, base string) manifestOut {
 	actions := m.Actions
 	if actions == nil {
 		actions = []world.ActionSpec{}
 	}
-	return manifestOut{
+	out := manifestOut{
 		WorldID: m.ID, Name: m.Name, Description: m.Description, Category: m.Category, Actions: actions,
-		OwnerKeyID: m.OwnerKeyID, Members: m.Members, CreatedAt: timestamp(m.CreatedAt), UpdatedAt: timestamp(m.UpdatedAt),
+		OwnerKeyID: m.OwnerKeyID, OwnerAWNID: m.OwnerAWNID, Status: m.Status, Members: m.Members, MemberCount: m.Members,
+		CreatedAt: timestamp(m.CreatedAt), UpdatedAt: timestamp(m.UpdatedAt), CardURL: cardURL(base, m.ID),
 	}
+	if m.MaxMembers > 0 {
+		out.MaxMembers = &m.MaxMembers
+	}
+	return out
+}
+
+// baseOf is o's BaseURL checked, "" when unset.
+func baseOf(o Options) (string, error) {
+	if o.BaseURL == "" {
+		return "", nil
+	}
+	base, err := agentcard.ParseBaseURL(o.BaseURL)
+	if err != nil {
+		return "", fmt.Errorf("worldhttp: %s: %w", o.Function, err)
+	}
+	return base, nil
 }
 
 // putBody is the body of PUT /v0/worlds/{world}.
@@ -62,6 +90,8 @@ type putBody struct {
 	Description string             `json:"description"`
 	Category    string             `json:"category"`
 	Actions     []world.ActionSpec `json:"actions"`
+	// MaxMembers caps the members (absent or null: no cap).
+	MaxMembers *int64 `json:"maxMembers"`
 }
 
 // putKey is the BodyKey of PUT /v0/worlds/{world}: the body's publicKey;
@@ -98,6 +128,10 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 	if worlds == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
+	base, err := baseOf(o)
+	if err != nil {
+		return nil, err
+	}
 	ownerKey := func(ctx context.Context, params map[string]string, keyID string) (ed25519.PublicKey, error) {
 		m, err := worlds.GetWorld(ctx, params["world"])
 		if apierror.KindOf(err) == apierror.NotFound {
@@ -120,13 +154,20 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 		if err := access.Decode(r, &in); err != nil {
 			return err
 		}
-		m, isNew, err := worlds.PutWorld(r.Context(), world.Manifest{
+		want := world.Manifest{
 			ID: access.Param(r, "world"), Name: in.Name, Description: in.Description, Category: in.Category, Actions: in.Actions,
-		}, id.PublicKey)
+		}
+		if in.MaxMembers != nil {
+			if *in.MaxMembers < 1 {
+				return apierror.New(apierror.Invalid, "maxMembers must be between 1 and %d (or absent for no cap)", world.MaxMembersCap)
+			}
+			want.MaxMembers = *in.MaxMembers
+		}
+		m, isNew, err := worlds.PutWorld(r.Context(), want, id.PublicKey)
 		if err != nil {
 			return fmt.Errorf("worldhttp: put world: %w", err)
 		}
-		return reply(w, created(isNew), manifestJSON(m))
+		return reply(w, created(isNew), manifestJSON(m, base))
 	}, putKey)
 }
 
@@ -136,12 +177,16 @@ func NewGet(o Options, worlds WorldReader) (http.Handler, error) {
 	if worlds == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
+	base, err := baseOf(o)
+	if err != nil {
+		return nil, err
+	}
 	return serve(o, nil, func(w http.ResponseWriter, r *http.Request) error {
 		m, err := worlds.GetWorld(r.Context(), access.Param(r, "world"))
 		if err != nil {
 			return fmt.Errorf("worldhttp: get world: %w", err)
 		}
-		return reply(w, http.StatusOK, manifestJSON(m))
+		return reply(w, http.StatusOK, manifestJSON(m, base))
 	}, nil)
 }
 

@@ -1,0 +1,82 @@
+package worldhttp_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/a2awire/a2awire/local/harness"
+	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/store/memory"
+)
+
+// TestOwnerRoutesThroughHarness: close, reopen and delete answer the owner
+// (200, 200, 202), a member 403 FORBIDDEN and a stranger 401 NOT_JOINED; a
+// closed world refuses joins 409 WORLD_CLOSED; a full one 409 WORLD_FULL;
+// once deleted every route of the world answers 404 — the manifest, its
+// card, a member route, join, the owner routes — and the name cannot be
+// created again while the deletion is under way (409).
+func TestOwnerRoutesThroughHarness(t *testing.T) {
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	owner, member, stranger := newAgent(t, srv.URL, 30), newAgent(t, srv.URL, 31), newAgent(t, srv.URL, 32)
+	owner.call("PUT", "/v0/worlds/town", fmt.Sprintf(`{"publicKey":%q,"maxMembers":2}`, b64(owner.key)), 201)
+	member.call("POST", "/v0/worlds/town/join", fmt.Sprintf(`{"publicKey":%q}`, b64(member.key)), 201)
+
+	for _, verb := range []string{"close", "reopen"} {
+		if e := member.call("POST", "/v0/worlds/town/"+verb, "", 403); e["code"] != "FORBIDDEN" {
+			t.Fatalf("%s by a member: %v", verb, e)
+		}
+		if e := stranger.call("POST", "/v0/worlds/town/"+verb, "", 401); e["code"] != "NOT_JOINED" {
+			t.Fatalf("%s by a stranger: %v", verb, e)
+		}
+	}
+	if m := owner.call("POST", "/v0/worlds/town/close", "{}", 200); m["status"] != "closed" {
+		t.Fatalf("close: %v", m)
+	}
+	if e := stranger.call("POST", "/v0/worlds/town/join", fmt.Sprintf(`{"publicKey":%q}`, b64(stranger.key)), 409); e["code"] != "WORLD_CLOSED" {
+		t.Fatalf("join a closed world: %v", e)
+	}
+	if m := owner.call("POST", "/v0/worlds/town/reopen", "", 200); m["status"] != "open" {
+		t.Fatalf("reopen: %v", m)
+	}
+	stranger.call("POST", "/v0/worlds/town/join", fmt.Sprintf(`{"publicKey":%q}`, b64(stranger.key)), 201)
+	late := newAgent(t, srv.URL, 33)
+	if e := late.call("POST", "/v0/worlds/town/join", fmt.Sprintf(`{"publicKey":%q}`, b64(late.key)), 409); e["code"] != "WORLD_FULL" {
+		t.Fatalf("join a full world: %v", e)
+	}
+
+	if e := member.call("DELETE", "/v0/worlds/town", "", 403); e["code"] != "FORBIDDEN" {
+		t.Fatalf("delete by a member: %v", e)
+	}
+	if d := owner.call("DELETE", "/v0/worlds/town", "", 202); d["status"] != "deleting" {
+		t.Fatalf("delete: %v", d)
+	}
+	for _, c := range []struct {
+		a            *agent
+		method, path string
+		body         string
+	}{
+		{owner, "GET", "/v0/worlds/town", ""},
+		{owner, "GET", "/v0/worlds/town/.well-known/agent-card.json", ""},
+		{member, "GET", "/v0/worlds/town/agents", ""},
+		{member, "POST", "/v0/worlds/town/leave", ""},
+		{late, "POST", "/v0/worlds/town/join", fmt.Sprintf(`{"publicKey":%q}`, b64(late.key))},
+		{owner, "POST", "/v0/worlds/town/close", ""},
+		{owner, "DELETE", "/v0/worlds/town", ""},
+	} {
+		if e := c.a.call(c.method, c.path, c.body, 404); e["code"] != "NOT_FOUND" {
+			t.Errorf("%s %s after delete: %v", c.method, c.path, e)
+		}
+	}
+	if e := owner.call("PUT", "/v0/worlds/town", fmt.Sprintf(`{"publicKey":%q}`, b64(owner.key)), 409); e["code"] != "CONFLICT" {
+		t.Fatalf("create while deleting: %v", e)
+	}
+}
