@@ -32,6 +32,13 @@ type ActionSubmitter interface {
 	ForwardAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error)
 }
 
+// PresenceSettler announces a member's presence when it changed
+// (presence.changed): a webhook's answer is one of the presence rule's
+// inputs. world.Service satisfies it.
+type PresenceSettler interface {
+	SettlePresence(ctx context.Context, world, awnID string) error
+}
+
 // Limiter admits one request of op by awnID in world, or answers an error
 // (*ratelimit.Limiter satisfies it). A forwarded action counts against the
 // same per-agent limit as POST …/actions (ratelimit.Actions): a receiver
@@ -61,6 +68,9 @@ type Config struct {
 	NetworkKey ed25519.PrivateKey
 	// Actions forwards receivers' actions; nil drops them (logged).
 	Actions ActionSubmitter
+	// Presence announces a change of presence that a delivery's outcome
+	// makes; nil announces none (the lists and ping still compute it).
+	Presence PresenceSettler
 	// Limiter holds forwarded actions to the agent's action rate limit;
 	// nil forwards without one (tests, benchmarks). Mains pass the one
 	// POST …/actions uses (FromEnv, the harness).
@@ -87,17 +97,18 @@ type Config struct {
 // events its stream batch decodes to), retries from the schedule (RunRetries), and
 // ping probes (Probe).
 type Dispatcher struct {
-	store   *Store
-	client  delivery.Doer
-	key     ed25519.PrivateKey
-	actions ActionSubmitter
-	limiter Limiter
-	now     func() time.Time
-	jitter  func() float64
-	workers int
-	log     *slog.Logger
-	ids     *world.IDs
-	queue   queue.Queue
+	store    *Store
+	client   delivery.Doer
+	key      ed25519.PrivateKey
+	actions  ActionSubmitter
+	presence PresenceSettler
+	limiter  Limiter
+	now      func() time.Time
+	jitter   func() float64
+	workers  int
+	log      *slog.Logger
+	ids      *world.IDs
+	queue    queue.Queue
 }
 
 // NewDispatcher returns a Dispatcher over c.
@@ -108,7 +119,7 @@ func NewDispatcher(c Config) (*Dispatcher, error) {
 	if c.NetworkKey != nil && len(c.NetworkKey) != ed25519.PrivateKeySize {
 		return nil, errors.New("webhook: the network key is not an Ed25519 private key")
 	}
-	d := &Dispatcher{client: c.Client, key: c.NetworkKey, actions: c.Actions, limiter: c.Limiter, now: c.Now, jitter: c.Jitter,
+	d := &Dispatcher{client: c.Client, key: c.NetworkKey, actions: c.Actions, presence: c.Presence, limiter: c.Limiter, now: c.Now, jitter: c.Jitter,
 		workers: c.Workers, log: c.Log, ids: world.NewIDs(), queue: c.Queue}
 	if d.client == nil {
 		d.client = egress.NewClient(egress.Options{Timeout: delivery.AttemptTimeout})
@@ -329,7 +340,24 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) error {
 func (d *Dispatcher) recordStats(ctx context.Context, h Webhook, o outcome) {
 	if err := d.store.record(ctx, h.World, h.AWNID, h.URL, o); err != nil {
 		d.log.ErrorContext(ctx, "webhook: stats not recorded", "world", h.World, "recipient", h.AWNID, "err", err)
+		return
 	}
+	// An attempt that answered differently from the webhook's last one
+	// may change its member's presence: announce it (the world reads the
+	// rule's every input, probes included, and commits only a change).
+	// Only on a flip, so a steady receiver costs nothing more.
+	if d.presence == nil || !(o.delivered || o.failed) || answeredLast(h.Stats) == o.delivered {
+		return
+	}
+	if err := d.presence.SettlePresence(ctx, h.World, h.AWNID); err != nil && apierror.KindOf(err) != apierror.NotFound {
+		d.log.ErrorContext(ctx, "webhook: presence not settled", "world", h.World, "recipient", h.AWNID, "err", err)
+	}
+}
+
+// answeredLast reports whether the webhook's last recorded attempt was
+// answered (a success no older than the last error).
+func answeredLast(s Stats) bool {
+	return s.LastSuccessAt != nil && (s.LastErrorAt == nil || !s.LastSuccessAt.Before(*s.LastErrorAt))
 }
 
 // isMember reports whether awnID is a member of world now (one GetItem
@@ -548,12 +576,14 @@ func build(env function.Env, withQueue bool) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	w := world.New(st, world.WithClock(env.Now))
 	return NewDispatcher(Config{
 		Queue:      q,
 		Store:      st,
 		Client:     egress.NewClient(eg),
 		NetworkKey: env.NetworkKey,
-		Actions:    world.New(st, world.WithClock(env.Now)),
+		Actions:    w,
+		Presence:   w,
 		Limiter:    ratelimit.New(st, limits, lopts...),
 		Now:        env.Now,
 		Log:        env.Log,

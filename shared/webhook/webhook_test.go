@@ -866,3 +866,66 @@ func TestNewDispatcherRefusesBadConfig(t *testing.T) {
 		t.Error("a dispatcher with a short key was built")
 	}
 }
+
+// settler counts the presence settlements a dispatcher asks for.
+type settler struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *settler) SettlePresence(_ context.Context, worldID, awnID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, worldID+"/"+awnID)
+	return nil
+}
+
+func (s *settler) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+// TestDeliveryOutcomeSettlesPresence: a delivery whose outcome differs
+// from the webhook's last one (answered after failing, failing after
+// answering) asks the world to settle the member's presence, and a
+// delivery that answers as the last one did asks nothing. The logic reads
+// the webhook's own stats only, so one engine shows it.
+func TestDeliveryOutcomeSettlesPresence(t *testing.T) {
+	st := stores.Memory().Open(t)
+	ctx := t.Context()
+	c := &clock{now: t0}
+	pres := &settler{}
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: localClient(), NetworkKey: networkKey(),
+		Jitter: fixedJitter, Now: c.Now, Presence: pres})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := newReceiver(t)
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range []struct {
+		answer func(http.ResponseWriter, *http.Request)
+		calls  int
+	}{
+		{status(http.StatusInternalServerError), 0}, // never answered before: still not answering
+		{status(http.StatusInternalServerError), 0},
+		{nil, 1}, // answers now
+		{nil, 1},
+		{status(http.StatusInternalServerError), 2}, // stopped answering
+	} {
+		c.Advance(time.Second)
+		rc.setAnswer(step.answer)
+		if err := d.Dispatch(ctx, event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{"n": i}, c.Now())); err != nil {
+			t.Fatal(err)
+		}
+		rc.next(t, time.Second)
+		if got := pres.count(); got != step.calls {
+			t.Fatalf("after delivery %d: %d settlements, want %d", i+1, got, step.calls)
+		}
+	}
+	if pres.calls[0] != "w/aw:a" {
+		t.Fatalf("settled %v", pres.calls)
+	}
+}
