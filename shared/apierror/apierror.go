@@ -70,12 +70,10 @@ func (k Kind) String() string {
 // Error is a domain error with a kind.
 type Error struct {
 	Kind Kind
-	// Code overrides the kind's code on the registry surface (e.g.
-	// "name_taken" for a Conflict); empty means the kind's code.
+	// Code is a domain's own code for this error (e.g. "name_taken",
+	// "world_closed", "banned"), shown instead of the kind's on every
+	// surface (upper-cased on the worlds'); empty means the kind's code.
 	Code string
-	// WorldCode overrides the kind's code on the world surface (e.g.
-	// "BANNED" for a Forbidden); empty means the kind's.
-	WorldCode string
 	// Message is shown to the client: it names what was wrong in words and
 	// quotes client values only as a short prefix (see Quote).
 	Message string

@@ -59,8 +59,8 @@ func Status(k apierror.Kind) int {
 
 // WorldCode is the UPPER_SNAKE code the world surface shows for e.
 func WorldCode(e *apierror.Error) string {
-	if e.WorldCode != "" {
-		return e.WorldCode
+	if e.Code != "" {
+		return strings.ToUpper(e.Code) // a domain's own code: WORLD_CLOSED
 	}
 	if c, ok := worldCodes[e.Kind]; ok {
 		return c

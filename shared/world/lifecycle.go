@@ -46,12 +46,12 @@ func deleting(world string) error {
 }
 
 func worldClosed(world string) error {
-	return &apierror.Error{Kind: apierror.Conflict, Code: CodeWorldClosed, WorldCode: "WORLD_CLOSED",
+	return &apierror.Error{Kind: apierror.Conflict, Code: CodeWorldClosed,
 		Message: "world " + apierror.Quote(world) + " is closed: it accepts no joins until its owner reopens it"}
 }
 
 func worldFull(world string, max int64) error {
-	return &apierror.Error{Kind: apierror.Conflict, Code: CodeWorldFull, WorldCode: "WORLD_FULL",
+	return &apierror.Error{Kind: apierror.Conflict, Code: CodeWorldFull,
 		Message: fmt.Sprintf("world %s is full: it has its maximum of %d members", apierror.Quote(world), max)}
 }
 

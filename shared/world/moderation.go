@@ -74,7 +74,7 @@ type Ban struct {
 }
 
 func banned(world string) error {
-	return &apierror.Error{Kind: apierror.Forbidden, Code: "banned", WorldCode: "BANNED",
+	return &apierror.Error{Kind: apierror.Forbidden, Code: "banned",
 		Message: "this key is banned from world " + apierror.Quote(world)}
 }
 
