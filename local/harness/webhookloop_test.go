@@ -24,15 +24,17 @@ import (
 // `awn webhook serve --action reply` does; C acts once. Through the
 // harness (the dispatcher driven from the memory engine's feed, answers
 // forwarded through the world service under the action rate limit), the
-// world ends with exactly 9 actions — C's, and one forwarded by each of A
-// and B for each of the 4 events that were not themselves forwarded
-// actions (the three joins and C's action) — and each receiver gets
-// exactly 12 deliveries: those 4 and the 8 forwarded actions, whose
-// answers are dropped (one hop only) and counted in the webhook's stats.
-// Before the hop limit the two receivers fed each other without end.
+// world ends with exactly 13 actions — C's, and one forwarded by each of
+// A and B for each of the 6 events that were not themselves forwarded
+// actions (the three joins, C's action, and the presence.changed of A and
+// of B, each announced once when its webhook first answers) — and each
+// receiver gets exactly 18 deliveries: those 6 and the 12 forwarded
+// actions, whose answers are dropped (one hop only) and counted in the
+// webhook's stats. Before the hop limit the two receivers fed each other
+// without end.
 func TestWebhookAnswerLoopIsBounded(t *testing.T) {
 	const (
-		events     = 4                  // 3 joins + C's action, none a forwarded action
+		events     = 6                  // 3 joins + C's action + 2 presence.changed, none a forwarded action
 		forwarded  = 2 * events         // one answer forwarded per receiver per such event
 		actions    = 1 + forwarded      // C's and the forwarded ones
 		deliveries = events + forwarded // each receiver sees every one of them

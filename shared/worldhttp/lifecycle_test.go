@@ -34,7 +34,7 @@ func TestOwnerRoutesThroughHarness(t *testing.T) {
 		if e := member.call("POST", "/v0/worlds/town/"+verb, "", 403); e["code"] != "FORBIDDEN" {
 			t.Fatalf("%s by a member: %v", verb, e)
 		}
-		if e := stranger.call("POST", "/v0/worlds/town/"+verb, "", 401); e["code"] != "NOT_JOINED" {
+		if e := stranger.call("POST", "/v0/worlds/town/"+verb, "", 401); e["code"] != "UNAUTHORIZED" {
 			t.Fatalf("%s by a stranger: %v", verb, e)
 		}
 	}
