@@ -30,6 +30,10 @@ type Op struct {
 	// AnonymousToo: the route also answers unsigned requests (the
 	// events route's public feed).
 	AnonymousToo bool
+	// Bare: a world route whose success answer is not wrapped in
+	// {"ok": true, "data"} (a document of another standard, such as the
+	// world's Agent Card); its errors keep the surface's shape.
+	Bare bool
 	// Example is a request body example (JSON), Answer a success answer
 	// example (JSON, as on the wire).
 	Example, Answer string
@@ -114,8 +118,8 @@ var ops = map[string]Op{
 		OK: map[int]any{200: eventPage{}}, AnonymousToo: true,
 		Query: []Param{{Name: "after", Type: "string", Description: "an eventId (the previous answer's cursor)"}, {Name: "wait", Type: "integer", Min: 0, Max: 20, Description: "seconds to long-poll"},
 			{Name: "limit", Type: "integer", Min: 1, Max: 100}, {Name: "visibility", Type: "string", Enum: []string{"public"}}}},
-	"GET /v0/worlds/{world}/.well-known/agent-card.json": {Summary: "The world's A2A Agent Card", OK: map[int]any{200: agentCard{}}, Errors: []int{404}},
-	"GET /v0/worlds/{world}/.well-known/agent.json":      {Summary: "The world's A2A Agent Card (older clients' path)", OK: map[int]any{200: agentCard{}}},
+	"GET /v0/worlds/{world}/.well-known/agent-card.json": {Summary: "The world's A2A Agent Card", OK: map[int]any{200: agentCard{}}, Errors: []int{404}, Bare: true},
+	"GET /v0/worlds/{world}/.well-known/agent.json":      {Summary: "The world's A2A Agent Card (older clients' path)", OK: map[int]any{200: agentCard{}}, Bare: true},
 
 	"POST /v0/worlds/{world}/members/{awnId}/kick": {Summary: "Remove a member", OK: map[int]any{200: memberOut{}}},
 	"PUT /v0/worlds/{world}/bans/{awnId}":          {Summary: "Ban a key (kicks it when a member)", Body: banBody{}, BodyOptional: true, OK: map[int]any{201: ban{}, 200: ban{}}},

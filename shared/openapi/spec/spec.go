@@ -63,6 +63,19 @@ func Missing(table []routes.Route) []string {
 	return out
 }
 
+// Unexercised lists the route keys of table that seen (route key → how
+// many recorded exchanges reached it) does not hold, in table order: the
+// routes a test of the whole API left out.
+func Unexercised(table []routes.Route, seen map[string]int) []string {
+	var out []string
+	for _, r := range table {
+		if seen[r.Key()] == 0 {
+			out = append(out, r.Key())
+		}
+	}
+	return out
+}
+
 // Stale lists the keys of ops that name no route of table.
 func Stale(table []routes.Route) []string {
 	var out []string
@@ -243,7 +256,7 @@ func operation(s *schemas, r routes.Route, op Op) map[string]any {
 	responses := map[string]any{}
 	for st, typ := range op.OK {
 		sch := s.of(reflect.TypeOf(typ))
-		if surface == Worlds {
+		if surface == Worlds && !op.Bare {
 			sch = map[string]any{"type": "object", "required": []any{"ok", "data"}, "additionalProperties": false,
 				"properties": map[string]any{"ok": map[string]any{"const": true}, "data": sch}}
 		}

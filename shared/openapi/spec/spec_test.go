@@ -119,3 +119,53 @@ func TestCheckerRefusesADriftedAnswer(t *testing.T) {
 		t.Error("an answer with a field the document lacks: accepted")
 	}
 }
+
+// TestUnexercisedNamesTheRoutes: a route no exchange reached is named by
+// its key; one that was reached is not.
+func TestUnexercisedNamesTheRoutes(t *testing.T) {
+	table := []routes.Route{
+		{Method: "GET", Path: "/v0/worlds/{world}", Function: "world-get", Auth: routes.Public},
+		{Method: "POST", Path: "/v0/escrows", Function: "escrow-open", Auth: routes.Signed},
+	}
+	got := spec.Unexercised(table, map[string]int{"GET /v0/worlds/{world}": 3})
+	if len(got) != 1 || got[0] != "POST /v0/escrows" {
+		t.Fatalf("Unexercised = %q", got)
+	}
+}
+
+// TestCheckerRefusesABadRequest: a success whose request breaks the
+// document — a body missing a required field, a signed route called
+// without its signature headers — fails.
+func TestCheckerRefusesABadRequest(t *testing.T) {
+	doc, err := spec.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := spec.NewChecker(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := func(kv ...string) map[string][]string {
+		h := map[string][]string{"Content-Type": {"application/json"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h[kv[i]] = []string{kv[i+1]}
+		}
+		return h
+	}
+	signed := hdr("Signature", "sig1=:AAAA:", "Signature-Input", `sig1=("@method");keyid="k"`, "Content-Digest", "sha-256=:AAAA:")
+	ok := spec.Exchange{Method: "POST", URL: "http://x/v0/worlds/arena/actions", Header: signed, Body: []byte(`{"action":"move"}`),
+		Status: 201, RespHeader: hdr(), RespBody: []byte(`{"ok":true,"data":{"actionId":"a1"}}`)}
+	if err := c.Check(ok); err != nil {
+		t.Fatalf("a valid action: %v", err)
+	}
+	noAction := ok
+	noAction.Body = []byte(`{"params":{}}`)
+	if err := c.Check(noAction); err == nil {
+		t.Error("a body without its required field: accepted")
+	}
+	unsigned := ok
+	unsigned.Header = hdr()
+	if err := c.Check(unsigned); err == nil {
+		t.Error("a member route without its signature headers: accepted")
+	}
+}
