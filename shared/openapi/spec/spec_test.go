@@ -25,7 +25,7 @@ const (
 // and each entry names a route; the failure says what to add.
 func TestEveryRouteHasAnOp(t *testing.T) {
 	if m := spec.Missing(routes.All()); len(m) > 0 {
-		t.Errorf("routes with no entry in shared/openapi/spec/ops.go; add to the ops map:\n\t%s\nthen run go test ./shared/openapi/spec -update", strings.Join(m, "\n\t"))
+		t.Errorf("routes with no entry in shared/openapi/spec/ops.go; add to the ops map:\n\t%s\nthen run make openapi", strings.Join(m, "\n\t"))
 	}
 	if s := spec.Stale(routes.All()); len(s) > 0 {
 		t.Errorf("entries of shared/openapi/spec/ops.go name no route of the table; remove them: %q", s)
