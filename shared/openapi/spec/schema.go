@@ -19,6 +19,7 @@ var (
 	rawMessage = reflect.TypeFor[json.RawMessage]()
 	timeType   = reflect.TypeFor[time.Time]()
 	schemer    = reflect.TypeFor[Schemer]()
+	ownPkg     = reflect.TypeFor[Op]().PkgPath()
 )
 
 // schemas turns Go types into JSON Schema (the 2020-12 dialect OpenAPI 3.1
@@ -80,10 +81,17 @@ func (s *schemas) of(t reflect.Type) map[string]any {
 func (s *schemas) ref(t reflect.Type) map[string]any {
 	name, ok := s.names[t]
 	if !ok {
-		name = t.Name()
+		// Component names read as types (Profile, not profile), whichever
+		// package keeps the Go type unexported.
+		// A type of another package is named with it (WebhookView, not
+		// View), so the document's names say where each shape comes from.
+		name = strings.ToUpper(t.Name()[:1]) + t.Name()[1:]
+		if t.PkgPath() != ownPkg {
+			name = lastElem(t.PkgPath()) + name
+		}
 		for other, n := range s.names {
-			if n == name && other != t {
-				name = lastElem(t.PkgPath()) + name
+			if n == name {
+				panic(fmt.Sprintf("openapi: %s and %s would both be the component %s; rename one", t, other, name))
 			}
 		}
 		s.names[t] = name
