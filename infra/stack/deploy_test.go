@@ -123,8 +123,15 @@ func checkMonitoring(t *testing.T, s *synthesized) {
 			t.Errorf("no email subscription of %s to the alarm topic: %v", s.props.AlarmEmail, subs)
 		}
 	}
-	if n := len(s.ofType("AWS::CloudWatch::Dashboard")); n != 1 {
-		t.Errorf("%d dashboards, want 1", n)
+	dashboards := s.ofType("AWS::CloudWatch::Dashboard")
+	if len(dashboards) != 1 {
+		t.Errorf("%d dashboards, want 1", len(dashboards))
+	}
+	for id, d := range dashboards {
+		// CloudFormation's schema for a dashboard has no Tags (cfn-lint E3002).
+		if tags, ok := d.Properties["Tags"]; ok {
+			t.Errorf("dashboard %s has Tags %v", id, tags)
+		}
 	}
 }
 
