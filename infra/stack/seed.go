@@ -57,7 +57,7 @@ func ParseSigningKeySecret(spec string) (secret, tail string, err error) {
 			secret = spec[:i]
 			if rest != "" {
 				if tail = rest[1:]; tail == "" || tail[0] == ':' {
-					return "", "", fmt.Errorf("networkSigningKeySecret %q: empty JSON key after :SecretString:", spec)
+					return "", "", fmt.Errorf("networkSigningKeySecret %q: the JSON key after \":SecretString:\" is empty", spec)
 				}
 			}
 		}

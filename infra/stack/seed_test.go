@@ -3,7 +3,6 @@ package stack_test
 import (
 	"crypto/ed25519"
 	"encoding/base64"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -177,12 +176,4 @@ func TestSeedingValidation(t *testing.T) {
 			}
 		})
 	}
-}
-
-func jsonString(t *testing.T, v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
