@@ -22,7 +22,7 @@ PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local local-bin dynamodb-local awn openapi test test-go test-race test-fastapi test-infra check check-tests python-deps build invoke lint fuzz bench bench-external bench-go synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn openapi test test-go test-race test-fastapi test-infra check check-tests python-deps build invoke lint fuzz bench bench-external bench-go synth deploy diff destroy cloud-check cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local: local-bin
@@ -178,6 +178,16 @@ deploy: npm build
 
 diff: npm build
 	cd infra && $(CURDIR)/node_modules/.bin/cdk diff $(CDK_ARGS)
+
+## destroy: delete the stack (same CDK_ARGS as its deploy, e.g. -c stage=prod); prod keeps its table and logs.
+destroy: npm build
+	cd infra && $(CURDIR)/node_modules/.bin/cdk destroy $(CDK_ARGS)
+
+## cloud-check: after a deploy, URL=<the PublicUrl output>: awn conform --fixtures and a world round trip.
+cloud-check:
+	@if [ -z "$(URL)" ]; then echo "cloud-check: set URL=<the stack's PublicUrl output>" >&2; exit 2; fi
+	$(GO) build -o bin/awn ./cmd/awn
+	infra/cloud-check.sh "$(URL)" bin/awn
 
 ## cdk-bootstrap: once per AWS account/region, the CDK's asset bucket and deploy roles.
 cdk-bootstrap: npm

@@ -10,11 +10,26 @@
 //
 //	stage                deployment name, default "dev"; "prod" retains data on delete
 //	buildDir             where the built functions are, default <repo>/build
-//	reservedConcurrency  per-function reserved concurrency overriding the
-//	                     default of stack.DefaultReservedConcurrency (10), e.g.
-//	                     -c reservedConcurrency=fixture-ledger=20,fixture-messy=5
+//	reservedConcurrency  reserved concurrency per function class (the first
+//	                     word of a routed or queue/stream-fed function's
+//	                     name: fixture, world, registry, webhook, agent) or
+//	                     per function, the name winning, e.g.
+//	                     -c reservedConcurrency=fixture=10,fixture-ledger=20.
+//	                     Unset (the default): no reservation, so a new
+//	                     account's low quota deploys
 //	accountConcurrency   the account's Lambda concurrency quota, default 1000;
-//	                     the reservations must leave 100 of it unreserved
+//	                     the reservations must leave 100 of it unreserved.
+//	                     Every synth prints what the account must allow
+//	                     (stack.PlanConcurrency)
+//	alarmEmail           an address subscribed to the alarm topic (it must
+//	                     confirm the subscription); unset: no subscription
+//	corsOrigins          browser origins allowed to call the API,
+//	                     comma-separated (or * for any); unset: no CORS
+//	domainName, certificateArn  a custom domain for the API and the ACM
+//	                     certificate (same region) that covers it: the
+//	                     fixtures are registered and cards name
+//	                     https://<domainName>/; DNS is yours (output
+//	                     DomainTarget)
 //	networkPublicKey     the network's Ed25519 public key, std base64: set as
 //	                     NETWORK_PUBLIC_KEY on the functions that declare it
 //	                     (the registry) and the owner of the fixtures, which
@@ -24,7 +39,8 @@
 //	                     says so, so that `make synth` needs no key.
 //	networkSigningKeySecret  the Secrets Manager secret (name or ARN) holding
 //	                     the network's private key (std base64 of the
-//	                     Ed25519 seed): NETWORK_SIGNING_KEY of the functions
+//	                     Ed25519 seed), or <secret>:SecretString:<json-key>
+//	                     for a key/value secret: NETWORK_SIGNING_KEY of the functions
 //	                     that sign webhook deliveries (v1a) and of the
 //	                     registry (its cursor key is derived from it), as a
 //	                     dynamic reference resolved at deploy. Unset: v1
@@ -40,6 +56,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/a2awire/a2awire/infra/internal/repo"
 	"github.com/a2awire/a2awire/infra/stack"
@@ -109,7 +126,7 @@ func run() error {
 		seeding = &stack.Seeding{Function: seedFunction, Digest: stack.CatalogDigest()}
 	}
 	stack.Nag(app, true)
-	if _, err := stack.New(app, stack.Props{
+	props := stack.Props{
 		Stage:                   contextString(app, "stage", "dev"),
 		Routes:                  routeList,
 		Functions:               functions,
@@ -120,11 +137,41 @@ func run() error {
 		NetworkSigningKeySecret: contextString(app, "networkSigningKeySecret", ""),
 		NetworkPublicKey:        networkKey,
 		Seed:                    seeding,
-	}); err != nil {
+		CorsOrigins:             contextList(app, "corsOrigins"),
+		DomainName:              contextString(app, "domainName", ""),
+		CertificateArn:          contextString(app, "certificateArn", ""),
+		AlarmEmail:              contextString(app, "alarmEmail", ""),
+	}
+	// The pre-deploy check: what the account's Lambda concurrency quota
+	// must allow (aws lambda get-account-settings shows it).
+	fmt.Fprintln(os.Stderr, "infra: concurrency:", stack.PlanConcurrency(props))
+	if props.AlarmEmail == "" {
+		fmt.Fprintln(os.Stderr, "infra: note: no alarmEmail context value, so the alarm topic has no subscription")
+	}
+	if _, err := stack.New(app, props); err != nil {
 		return err
 	}
 	app.Synth(nil)
 	return nil
+}
+
+// contextList reads a list context value: a JSON array (cdk.json) or a
+// comma-separated string (-c key=a,b).
+func contextList(app awscdk.App, key string) []string {
+	var out []string
+	switch v := app.Node().TryGetContext(jsii.String(key)).(type) {
+	case string:
+		for item := range strings.SplitSeq(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	case []any:
+		for _, item := range v {
+			out = append(out, fmt.Sprint(item))
+		}
+	}
+	return out
 }
 
 // contextString reads a string context value (`cdk synth -c key=value` or

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"github.com/a2awire/a2awire/infra/internal/repo"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/capture"
+	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/routes"
@@ -200,6 +202,59 @@ func TestEmulator(t *testing.T) {
 				if d := duration.FindStringSubmatch(report); d != nil {
 					t.Logf("%s: invoke %d %s -> Duration %s ms", name, i+1, inv.name(), d[1])
 				}
+			}
+		})
+	}
+	// The functions that read the network's signing key, started with it
+	// in the forms a Secrets Manager secret hands over.
+	for _, name := range folders {
+		if _, ok := routes.Config(name).Env[function.NetworkKeyEnv]; ok {
+			t.Run(name+"/signing-key-secret", func(t *testing.T) { checkSigningKeyForms(t, rie, bins[name], name, plans[name]) })
+		}
+	}
+}
+
+// checkSigningKeyForms starts a key-using function with NETWORK_SIGNING_KEY
+// as a dynamic reference without a JSON key resolves a key/value secret
+// (the whole SecretString, a JSON object) and checks that it starts and
+// answers its first invocation with the key taken; then with a JSON object
+// it cannot pick the seed from, and checks that it still starts and
+// answers, saying it runs without the key: never an init crash.
+func checkSigningKeyForms(t *testing.T, rie, bin, name string, invs []invocation) {
+	seed := base64.StdEncoding.EncodeToString(smokeNetwork.Seed())
+	for _, c := range []struct {
+		form    string
+		value   string
+		refused bool
+	}{
+		{"key/value secret, member seed", `{"seed":"` + seed + `"}`, false},
+		{"key/value secret, one member of another name", `{"a2awire-network": "` + seed + `"}`, false},
+		{"key/value secret, no member to pick", `{"user":"x","password":"y"}`, true},
+	} {
+		t.Run(c.form, func(t *testing.T) {
+			var env []string
+			var tab *smokeTable
+			if routes.TableAccess(name) != routes.NoTable {
+				tab = newTable(t, name)
+				env = tableEnv(tab)
+			}
+			first := invs
+			if extra := handWritten[name]; extra != nil {
+				first = append(extra(t, tab), first...)
+			}
+			if len(first) == 0 {
+				t.Fatalf("%s: no invocation to run", name)
+			}
+			env = append(append(sampleEnv(routes.Config(name)), env...), function.NetworkKeyEnv+"="+c.value)
+			em := start(t, rie, bin, routes.Config(name), env)
+			em.invoke(t, first[0])
+			report := em.waitReport(t, 1)
+			out := em.out.String()
+			if strings.Contains(out, "Runtime.ExitError") || strings.Contains(report, "Runtime.ExitError") {
+				t.Errorf("%s exited at init with %s", name, c.form)
+			}
+			if refused := strings.Contains(out, "network signing key refused"); refused != c.refused {
+				t.Errorf("%s with %s: key refused %v, want %v", name, c.form, refused, c.refused)
 			}
 		})
 	}

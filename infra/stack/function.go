@@ -3,6 +3,7 @@ package stack
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/schema"
@@ -18,16 +19,18 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Table actions, by what a function's routes need. Transactions have no IAM
-// actions of their own: DynamoDB authorizes each item of a TransactWriteItems
-// or TransactGetItems by the underlying PutItem/UpdateItem/DeleteItem/GetItem
-// and ConditionCheckItem, so these lists cover them. Scan is in neither: the
-// design reads through keys and the gsi1 index, never by scanning.
+// Table actions, by what a function's routes need: exactly the calls the
+// store's DynamoDB engine makes (shared/store/dynamo: GetItem, Query,
+// PutItem, UpdateItem, DeleteItem, TransactWriteItems). Transactions have no
+// IAM action of their own: DynamoDB authorizes each item of a
+// TransactWriteItems by the underlying PutItem/UpdateItem/DeleteItem and
+// ConditionCheckItem, so these lists cover them. No Batch* action (the
+// engine never batches), no Scan (the design reads through keys and the
+// gsi1 index).
 var (
 	// readActions is what a ReadOnly function may do on the table and its indexes.
 	readActions = []string{
 		"dynamodb:GetItem",
-		"dynamodb:BatchGetItem",
 		"dynamodb:Query",
 	}
 	// writeActions is what a ReadWrite function may do on top of readActions.
@@ -35,18 +38,18 @@ var (
 		"dynamodb:PutItem",
 		"dynamodb:UpdateItem",
 		"dynamodb:DeleteItem",
-		"dynamodb:BatchWriteItem",
 		"dynamodb:ConditionCheckItem",
 	}
 	// streamActions is what a stream-triggered function's role needs for
-	// Lambda to poll the table's stream on its behalf. They are granted on the
-	// table's streams only ("<table arn>/stream/*"), not on "*" as
-	// aws-lambda-event-sources' DynamoEventSource does for ListStreams.
+	// Lambda to poll the table's stream on its behalf, granted on the
+	// table's streams only ("<table arn>/stream/*"). dynamodb:ListStreams is
+	// not among them: it takes no resource (only "*" authorizes it), so on
+	// the stream ARN it authorized nothing, and the event source mapping is
+	// given the stream's ARN, so it never lists streams.
 	streamActions = []string{
 		"dynamodb:DescribeStream",
 		"dynamodb:GetRecords",
 		"dynamodb:GetShardIterator",
-		"dynamodb:ListStreams",
 	}
 )
 
@@ -70,33 +73,103 @@ const (
 	MaxStreamFilters = 5
 )
 
-// Reserved concurrency. Every function gets its own reservation, so that a
-// flood of slow calls to one function (messy's 5 s `slow`, a translator
-// waiting on its LLM) throttles that function alone and the ledger keeps
-// answering: a reservation is both a floor no other function can take and a
-// ceiling this one cannot pass. DefaultReservedConcurrency is sized for the
-// fixtures (10 concurrent 5 s calls is 2 slow requests per second; 10 fast
-// ones is hundreds), and five of them reserve 50 of an account's usual 1,000.
-// AWS refuses reservations that leave less than MinUnreservedConcurrency
-// unreserved, so validate checks the sum against AccountConcurrency before
-// a deploy gets that far. New accounts may start with a quota of 10, where no
-// reservation is possible: ask for the usual 1,000 first.
+// Reserved concurrency is opt-in, per function class or per function
+// (context reservedConcurrency, see ReservationKeys): by default no
+// function reserves any. A reservation is both a floor no other function
+// can take and a ceiling this one cannot pass, which is worth having once
+// real traffic shows a function that must not be starved (the ledger) or
+// must not starve the others (messy's 5 s `slow`). By default it is a
+// deploy failure: AWS refuses any reservation that leaves less than
+// MinUnreservedConcurrency of the account's quota unreserved, and new
+// accounts start with a quota as low as 10, where a single reservation
+// fails the first function's creation and rolls the stack back.
+// validateConcurrency checks the sum against AccountConcurrency before a
+// deploy gets that far, and ConcurrencyPlan says what the account must
+// allow.
 const (
-	DefaultReservedConcurrency = 10
-	DefaultAccountConcurrency  = 1000
-	MinUnreservedConcurrency   = 100
+	DefaultAccountConcurrency = 1000
+	MinUnreservedConcurrency  = 100
 )
 
-// reservations is the reserved concurrency of every function of p.
+// FunctionClass is the class a function's reservation may be given by:
+// the first word of its name ("fixture", "world", "registry", "webhook",
+// "agent"), for the functions that callers or a queue or stream can flood
+// (those with routes, or a stream or queue trigger). The others (a
+// scheduled run, the deploy's registration) run one at a time; they have
+// no class and are reserved only by their own name.
+func FunctionClass(fn routes.Function, rs []routes.Route) string {
+	floods := slices.ContainsFunc(rs, func(r routes.Route) bool { return r.Function == fn.Name }) ||
+		slices.ContainsFunc(fn.Triggers, func(tr routes.Trigger) bool { return tr.Kind != routes.ScheduleTrigger })
+	if !floods {
+		return ""
+	}
+	class, _, _ := strings.Cut(fn.Name, "-")
+	return class
+}
+
+// reservations is the reserved concurrency of the functions of p that have
+// one: by name first, else by class.
 func reservations(p Props) map[string]int {
 	out := map[string]int{}
 	for _, fn := range p.Functions {
-		out[fn.Name] = max(DefaultReservedConcurrency, queueReservation(fn))
 		if n, ok := p.ReservedConcurrency[fn.Name]; ok {
+			out[fn.Name] = n
+		} else if n, ok := p.ReservedConcurrency[FunctionClass(fn, p.Routes)]; ok && FunctionClass(fn, p.Routes) != "" {
 			out[fn.Name] = n
 		}
 	}
 	return out
+}
+
+// ConcurrencyPlan is what the stack asks of the account's Lambda
+// concurrency, for the pre-deploy check.
+type ConcurrencyPlan struct {
+	// Reserved is each reserving function's reservation, Total their sum.
+	Reserved map[string]int
+	Total    int
+	// RequiredQuota is the smallest account quota the reservations
+	// deploy on: Total plus the MinUnreservedConcurrency AWS keeps.
+	RequiredQuota int
+	// QueuePeaks are the unreserved functions whose queue trigger alone
+	// may run this many at once (its maximum concurrency): the account
+	// quota should cover them too, or Lambda throttles the poller.
+	QueuePeaks map[string]int
+}
+
+// PlanConcurrency computes the plan of p.
+func PlanConcurrency(p Props) ConcurrencyPlan {
+	plan := ConcurrencyPlan{Reserved: reservations(p), QueuePeaks: map[string]int{}}
+	for _, n := range plan.Reserved {
+		plan.Total += n
+	}
+	plan.RequiredQuota = plan.Total + MinUnreservedConcurrency
+	for _, fn := range p.Functions {
+		if _, ok := plan.Reserved[fn.Name]; !ok {
+			if n := queueReservation(fn); n > 0 {
+				plan.QueuePeaks[fn.Name] = n
+			}
+		}
+	}
+	return plan
+}
+
+// String is the plan as the pre-deploy check prints it.
+func (c ConcurrencyPlan) String() string {
+	var b strings.Builder
+	if c.Total == 0 {
+		fmt.Fprintf(&b, "no reserved concurrency (reservedConcurrency unset): any account quota deploys")
+	} else {
+		fmt.Fprintf(&b, "reserved concurrency %d over %d functions %v: the account's Lambda concurrency quota must be at least %d (AWS keeps %d unreserved)",
+			c.Total, len(c.Reserved), c.Reserved, c.RequiredQuota, MinUnreservedConcurrency)
+	}
+	peak := 0
+	for _, n := range c.QueuePeaks {
+		peak += n
+	}
+	if peak > 0 {
+		fmt.Fprintf(&b, "; queue consumers may run %d more at once %v (a quota of %d or more serves them unthrottled)", peak, c.QueuePeaks, c.RequiredQuota+peak)
+	}
+	return b.String()
 }
 
 // addFunction creates one function with its own role, log group and
@@ -131,7 +204,7 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 		if k == BaseURLEnv && v == "" {
 			// The stage URL depends on the API's id only, not on its
 			// routes, so the functions the routes integrate can hold it.
-			env[k] = s.APIStage.Url()
+			env[k] = s.publicURL
 			continue
 		}
 		env[k] = jsii.String(v)
@@ -139,11 +212,19 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 	if access > routes.NoTable {
 		env[TableNameEnv] = s.Table.TableName()
 	}
+	if fn.Name == s.seedFunction && s.signingSecret != "" {
+		// The registration checks the key the signing functions get.
+		env[NetworkSigningKeyEnv] = jsii.String(SigningKeyReference(s.signingSecret))
+	}
 	s.grantSends(fn, env, role)
 	for _, tr := range fn.Triggers {
 		if tr.Kind == routes.QueueTrigger {
 			s.grantConsume(tr, role, env)
 		}
+	}
+	var reserved *float64
+	if n, ok := s.Reserved[fn.Name]; ok {
+		reserved = jsii.Number(float64(n))
 	}
 	f := awslambda.NewFunction(scope, jsii.String("Function"), &awslambda.FunctionProps{
 		Description:  jsii.String(fmt.Sprintf("a2awire %s %s", s.Stage, fn.Name)),
@@ -162,7 +243,7 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 		LoggingFormat:                awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2:        awslambda.ApplicationLogLevel_INFO,
 		SystemLogLevelV2:             awslambda.SystemLogLevel_INFO,
-		ReservedConcurrentExecutions: jsii.Number(float64(s.Reserved[fn.Name])),
+		ReservedConcurrentExecutions: reserved,
 	})
 	s.Functions[fn.Name] = f
 	s.Roles[fn.Name] = role
@@ -199,6 +280,10 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 	}
 }
 
+// ScheduleMaxEventAgeS is how long a scheduled tick may wait in Lambda's
+// asynchronous queue (Lambda's minimum): the next tick comes a minute later.
+const ScheduleMaxEventAgeS = 60
+
 // addSchedule invokes the function on an EventBridge schedule. It writes
 // the rule and the invoke permission at the CloudFormation level because
 // aws-events-targets, the L2 way, compiles some forty more CDK packages into
@@ -217,6 +302,14 @@ func (s *Stack) addSchedule(scope constructs.Construct, name, schedule string, f
 	})
 	suppress(rule, nagScheduleDLQ)
 	suppress(f, nagFunctionDLQSchedule)
+	// Lambda's own asynchronous retries (two by default, spread over
+	// minutes) would rerun a failed tick while later ticks run: a tick
+	// runs once, and one older than a minute is dropped for the next.
+	f.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(0),
+		MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(ScheduleMaxEventAgeS)),
+	})
+	suppress(f.Node().FindChild(jsii.String("EventInvokeConfig")), nagScheduleFailureDestination)
 	f.AddPermission(jsii.String("ScheduleInvoke"), &awslambda.Permission{
 		Principal: awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil),
 		Action:    jsii.String("lambda:InvokeFunction"),
@@ -227,7 +320,10 @@ func (s *Stack) addSchedule(scope constructs.Construct, name, schedule string, f
 // addStreamTrigger feeds the function from the table's stream with the
 // trigger's batch size, window and partial-failure reporting. It uses a
 // plain EventSourceMapping rather than DynamoEventSource because the latter
-// grants dynamodb:ListStreams on Resource "*".
+// grants dynamodb:ListStreams on Resource "*". The mapping starts at the
+// stream's oldest record (TRIM_HORIZON), not LATEST: records written while
+// the mapping is being created or replaced would otherwise never reach the
+// function, and on a new stack there is nothing older to replay.
 func (s *Stack) addStreamTrigger(scope constructs.Construct, name string, tr routes.Trigger, f awslambda.Function, role awsiam.Role, prod bool) {
 	removal := awscdk.RemovalPolicy_DESTROY
 	if prod {
@@ -251,7 +347,7 @@ func (s *Stack) addStreamTrigger(scope constructs.Construct, name string, tr rou
 	props := &awslambda.EventSourceMappingProps{
 		Target:                  f,
 		EventSourceArn:          s.Table.TableStreamArn(),
-		StartingPosition:        awslambda.StartingPosition_LATEST,
+		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(float64(StreamBatchSize(tr))),
 		BisectBatchOnError:      jsii.Bool(true),
 		RetryAttempts:           jsii.Number(StreamRetryAttempts),

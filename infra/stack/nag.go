@@ -53,8 +53,9 @@ var (
 	}
 	nagFunctionDLQSchedule = NagSuppression{
 		ID: "Serverless-LambdaDLQ",
-		Reason: "The only asynchronous invocation is the EventBridge schedule tick, which carries no data: a lost " +
-			"tick is made up by the next one, so there is nothing a dead-letter queue could hold for replay.",
+		Reason: "The only asynchronous invocation is the EventBridge schedule tick, which carries no data and is " +
+			"not retried (the function's EventInvokeConfig: 0 retries, 60 s maximum age): a lost tick is made up " +
+			"by the next one, so there is nothing a dead-letter queue could hold for replay.",
 	}
 	nagFunctionDLQCustomResource = NagSuppression{
 		ID: "Serverless-LambdaDLQ",
@@ -64,8 +65,21 @@ var (
 	}
 	nagScheduleDLQ = NagSuppression{
 		ID: "Serverless-EventBusDLQ",
-		Reason: "The rule is a schedule whose events carry no data and whose target retries are off on purpose " +
-			"(MaximumRetryAttempts 0): a missed tick is made up by the next one.",
+		Reason: "The rule is a schedule whose events carry no data and whose retries are off on purpose, both the " +
+			"rule target's (MaximumRetryAttempts 0) and Lambda's asynchronous ones (EventInvokeConfig " +
+			"MaximumRetryAttempts 0): a missed tick is made up by the next one.",
+	}
+	nagScheduleFailureDestination = NagSuppression{
+		ID: "Serverless-LambdaAsyncFailureDestination",
+		Reason: "The function's only asynchronous invocation is the EventBridge schedule tick, which carries no " +
+			"data and is not retried: a failed tick is made up by the next one a minute later, so an on-failure " +
+			"destination would only collect empty events. Failures show in the function's Errors alarm.",
+	}
+	nagAlarmEmailRedrive = NagSuppression{
+		ID: "Serverless-SNSRedrivePolicy",
+		Reason: "The subscription delivers alarm notifications by email; the alarm's state and history stay in " +
+			"CloudWatch whether or not a message is delivered, so a dead-letter queue of undelivered notifications " +
+			"would hold nothing that is not already there, and nobody would read it.",
 	}
 	nagFailureQueueIsDLQ = []NagSuppression{
 		{

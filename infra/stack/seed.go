@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/a2awire/a2awire/shared/fixtures"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
@@ -30,10 +31,52 @@ const BaseURLEnv = "BASE_URL"
 const NetworkSigningKeyEnv = "NETWORK_SIGNING_KEY"
 
 // SigningKeyReference is the CloudFormation dynamic reference to the
-// SecretString of the Secrets Manager secret named secret.
-func SigningKeyReference(secret string) string {
-	return "{{resolve:secretsmanager:" + secret + ":SecretString}}"
+// signing key named by spec (context networkSigningKeySecret): a secret's
+// name or ARN, whose whole SecretString is the key, or
+// "<secret>:SecretString:<json-key>" for a secret stored as key/value, whose
+// member json-key is (CloudFormation's own syntax, which may go on with
+// ":<version-stage>:<version-id>" to pin a version). A whole SecretString
+// that is a JSON object is read by the functions too
+// (function.ParseNetworkKey), so the console's default form works either way.
+func SigningKeyReference(spec string) string {
+	secret, tail, _ := ParseSigningKeySecret(spec)
+	ref := "{{resolve:secretsmanager:" + secret + ":SecretString"
+	if tail != "" {
+		ref += ":" + tail
+	}
+	return ref + "}}"
 }
+
+// ParseSigningKeySecret splits spec into the secret's name or ARN and what
+// follows ":SecretString:" (json-key[:version-stage[:version-id]]).
+func ParseSigningKeySecret(spec string) (secret, tail string, err error) {
+	secret = spec
+	if i := strings.LastIndex(spec, ":SecretString"); i >= 0 {
+		rest := spec[i+len(":SecretString"):]
+		if rest == "" || rest[0] == ':' {
+			secret = spec[:i]
+			if rest != "" {
+				if tail = rest[1:]; tail == "" || tail[0] == ':' {
+					return "", "", fmt.Errorf("networkSigningKeySecret %q: the JSON key after \":SecretString:\" is empty", spec)
+				}
+			}
+		}
+	}
+	switch {
+	case secret == "":
+		return "", "", fmt.Errorf("networkSigningKeySecret %q: no secret name or ARN", spec)
+	case strings.ContainsAny(spec, "{} \t\n\"'"):
+		return "", "", fmt.Errorf("networkSigningKeySecret %q: braces, quotes or spaces", spec)
+	case strings.Count(tail, ":") > 2:
+		return "", "", fmt.Errorf("networkSigningKeySecret %q: want <secret>[:SecretString:<json-key>[:<version-stage>:<version-id>]]", spec)
+	}
+	return secret, tail, nil
+}
+
+// SeedServiceTimeoutS is how long CloudFormation waits for the
+// registration's answer: the seed function's 20 s timeout, and a retry of
+// Lambda's asynchronous invocation after a failure, with room to spare.
+const SeedServiceTimeoutS = 180
 
 // SeedResourceType is the CloudFormation type of the fixtures' registration.
 const SeedResourceType = "Custom::FixtureRegistrations"
@@ -76,14 +119,21 @@ func (s *Stack) addSeeding(sd Seeding, networkKey string) awscdk.CustomResource 
 		ServiceToken: fn.FunctionArn(),
 		ResourceType: jsii.String(SeedResourceType),
 		Properties: &map[string]any{
-			seed.PropAPIURL:           s.APIStage.Url(),
+			seed.PropAPIURL:           s.publicURL,
 			seed.PropNetworkPublicKey: networkKey,
 			"Catalog":                 sd.Digest,
 			// The function also creates the world lobby, owned by the
 			// network key; naming it here sends a stack deployed before
 			// that an Update, which creates it.
 			seed.PropLobby: seed.LobbyWorld,
+			// Which secret the function checks (its name, never its
+			// value): naming another one sends an Update, which checks it.
+			"SigningKeySecret": s.signingSecret,
 		},
+		// CloudFormation's default wait for an answer is an hour: a
+		// function that fails at init, or never answers, would hold the
+		// deploy (and its rollback) that long.
+		ServiceTimeout: awscdk.Duration_Seconds(jsii.Number(SeedServiceTimeoutS)),
 	})
 	// Explicit, as the function's ARN alone would not wait for the table
 	// or for the role's grants on it.

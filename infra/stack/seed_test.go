@@ -3,7 +3,6 @@ package stack_test
 import (
 	"crypto/ed25519"
 	"encoding/base64"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -38,8 +37,13 @@ func TestSeededStack(t *testing.T) {
 	props.Functions = append(props.Functions, seeder, keyed)
 	key := networkKey(t)
 	props.NetworkPublicKey = key
-	props.NetworkSigningKeySecret = "a2awire/network-signing-key"
+	// A key/value secret named with its member, a custom domain, CORS and
+	// an alarm address: every optional context value at once.
+	props.NetworkSigningKeySecret = "a2awire/network-signing-key:SecretString:seed"
 	props.Seed = &stack.Seeding{Function: seeder.Name, Digest: stack.CatalogDigest()}
+	props.DomainName, props.CertificateArn = "api.a2awire.example", "arn:aws:acm:eu-west-1:123456789012:certificate/abc"
+	props.CorsOrigins = []string{"https://app.a2awire.example"}
+	props.AlarmEmail = "ops@a2awire.example"
 	s := synth(t, props)
 	checkCommon(t, s)
 
@@ -62,16 +66,49 @@ func TestSeededStack(t *testing.T) {
 				"DependsOn": assertions.Match_ArrayWith(&[]any{tableID}),
 			})
 		})
-		var api map[string]any
+		checkAssertion(t, "a service timeout and the secret's name", func() {
+			s.template.HasResourceProperties(jsii.String(stack.SeedResourceType), map[string]any{
+				"ServiceTimeout":   assertions.Match_AnyValue(),
+				"SigningKeySecret": props.NetworkSigningKeySecret,
+			})
+		})
+		// The fixtures are registered below the custom domain.
 		for _, r := range s.ofType(stack.SeedResourceType) {
-			api, _ = r.Properties[seed.PropAPIURL].(map[string]any)
+			if got := r.Properties[seed.PropAPIURL]; got != "https://api.a2awire.example/" {
+				t.Errorf("%s = %v, want the custom domain's URL", seed.PropAPIURL, got)
+			}
 		}
-		// The stage URL: https://<api id>.execute-api.<region>.<suffix>/
-		joined, _ := api["Fn::Join"].([]any)
-		if len(joined) != 2 || !strings.Contains(jsonString(t, joined[1]), s.logicalID(t, s.stack.API)) ||
-			!strings.Contains(jsonString(t, joined[1]), "execute-api") {
-			t.Errorf("%s = %v, want the HTTP API's stage URL", seed.PropAPIURL, api)
-		}
+	})
+	t.Run("custom domain", func(t *testing.T) {
+		checkAssertion(t, "domain and mapping", func() {
+			s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::DomainName"), map[string]any{
+				"DomainName": "api.a2awire.example",
+				"DomainNameConfigurations": []any{map[string]any{
+					"CertificateArn": props.CertificateArn, "EndpointType": "REGIONAL", "SecurityPolicy": "TLS_1_2"}},
+			})
+			s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::ApiMapping"), map[string]any{
+				"ApiId": map[string]any{"Ref": s.logicalID(t, s.stack.API)}, "Stage": "$default",
+			})
+			s.template.HasOutput(jsii.String("PublicUrl"), map[string]any{"Value": "https://api.a2awire.example/"})
+			s.template.HasOutput(jsii.String("DomainTarget"), assertions.Match_AnyValue())
+		})
+		checkAssertion(t, "cards name the domain", func() {
+			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+				"Description": "a2awire dev world-card",
+				"Environment": map[string]any{"Variables": assertions.Match_ObjectLike(&map[string]any{stack.BaseURLEnv: "https://api.a2awire.example/"})},
+			})
+		})
+	})
+	t.Run("CORS", func(t *testing.T) {
+		checkAssertion(t, "cors configuration", func() {
+			s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Api"), map[string]any{
+				"CorsConfiguration": assertions.Match_ObjectLike(&map[string]any{
+					"AllowOrigins":  []any{"https://app.a2awire.example"},
+					"AllowHeaders":  assertions.Match_ArrayWith(&[]any{"Content-Type", "Signature", "Signature-Input"}),
+					"ExposeHeaders": assertions.Match_ArrayWith(&[]any{"Retry-After"}),
+				}),
+			})
+		})
 	})
 	t.Run("seed function has table read-write and no more", func(t *testing.T) {
 		sts := s.policyStatements(s.logicalID(t, s.stack.Roles[seeder.Name]))
@@ -88,10 +125,11 @@ func TestSeededStack(t *testing.T) {
 	})
 	t.Run("the signing key secret reaches the functions that sign deliveries", func(t *testing.T) {
 		ref := stack.SigningKeyReference(props.NetworkSigningKeySecret)
-		if ref != "{{resolve:secretsmanager:a2awire/network-signing-key:SecretString}}" {
+		if ref != "{{resolve:secretsmanager:a2awire/network-signing-key:SecretString:seed}}" {
 			t.Fatalf("reference %q", ref)
 		}
-		for _, fn := range []string{"webhook-deliver", "webhook-retry", "world-ping"} {
+		// The registration gets it too, to check it.
+		for _, fn := range []string{"webhook-deliver", "webhook-retry", "world-ping", seeder.Name} {
 			checkAssertion(t, fn+" env", func() {
 				s.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
 					"Description": "a2awire dev " + fn,
@@ -138,12 +176,4 @@ func TestSeedingValidation(t *testing.T) {
 			}
 		})
 	}
-}
-
-func jsonString(t *testing.T, v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

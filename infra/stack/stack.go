@@ -7,12 +7,14 @@
 // functions and routes of their own to exercise wiring (stream and schedule
 // triggers) that no real function uses yet.
 //
-// The stack is production-shaped: the HTTP API stage throttles
-// every route by default and writes JSON access logs, every function has
-// reserved concurrency so a flood on one route cannot starve the others and
-// logs in Lambda's JSON format, and Nag applies cdk-nag's AwsSolutions and
-// Serverless packs, each finding this design accepts suppressed with its
-// reason next to the resource it concerns.
+// The stack is production-shaped and deploys on a new account: the HTTP
+// API stage throttles each route by default and writes JSON access logs,
+// functions log in Lambda's JSON format and reserve concurrency only when
+// the deploy asks (a reservation by default would fail on a new account's
+// low quota), CloudWatch alarms watch every signal of loss and notify one
+// SNS topic, and Nag applies cdk-nag's AwsSolutions and Serverless packs,
+// each finding this design accepts suppressed with its reason next to the
+// resource it concerns.
 package stack
 
 import (
@@ -23,10 +25,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -55,8 +59,10 @@ type Props struct {
 	Table schema.Table
 	// AssetDir returns the directory holding a function's built `bootstrap`.
 	AssetDir func(name string) string
-	// ReservedConcurrency overrides DefaultReservedConcurrency for the named
-	// functions (cdk.json or `-c reservedConcurrency=...`; see main.go).
+	// ReservedConcurrency reserves concurrency for the functions of a
+	// class (FunctionClass) or for one function by name, the name winning
+	// (cdk.json or `-c reservedConcurrency=...`; see main.go). Empty: no
+	// function reserves any.
 	ReservedConcurrency map[string]int
 	// AccountConcurrency is the Lambda concurrency quota of the target
 	// account and region; 0 means DefaultAccountConcurrency. The
@@ -68,14 +74,30 @@ type Props struct {
 	NetworkPublicKey string
 	// NetworkSigningKeySecret names the Secrets Manager secret (name or ARN)
 	// whose SecretString is the network's private signing key (the std
-	// base64 of its 32-byte Ed25519 seed; context networkSigningKeySecret).
+	// base64 of its 32-byte Ed25519 seed; context networkSigningKeySecret),
+	// optionally followed by ":SecretString:<json-key>" for a secret stored
+	// as key/value (SigningKeyReference).
 	// Functions that declare NetworkSigningKeyEnv (the webhook deliverer,
 	// the retry function, world-ping; the registry, which only derives its
 	// cursor key from it) get it through a CloudFormation dynamic
 	// reference, resolved at deploy, so the key is in no template, asset or
-	// source file. Empty: deliveries carry v1 only, and the registry keys
-	// its cursors per instance.
+	// source file; so does the seed function, whose registration checks it
+	// (seed.CheckSigningKey) and fails the deploy on a bad one. Empty:
+	// deliveries carry v1 only, and the registry keys its cursors per
+	// instance.
 	NetworkSigningKeySecret string
+	// CorsOrigins are the browser origins allowed to call the API (context
+	// corsOrigins); empty: no CORS.
+	CorsOrigins []string
+	// DomainName and CertificateArn serve the API at https://<DomainName>/
+	// with an ACM certificate of the stack's region (context domainName,
+	// certificateArn): the fixtures are registered and Agent Cards name
+	// that URL. Empty: the execute-api URL.
+	DomainName     string
+	CertificateArn string
+	// AlarmEmail subscribes an address to the alarm topic (context
+	// alarmEmail); empty: the topic has no subscription.
+	AlarmEmail string
 	// Seed, when set, registers the fixtures at deploy (see Seeding).
 	Seed *Seeding
 	// Queues is the queue table; nil means routes.Queues().
@@ -101,6 +123,15 @@ type Stack struct {
 	Reserved map[string]int
 	// Seeding is the fixtures' registration (nil without Props.Seed).
 	Seeding awscdk.CustomResource
+	// AlarmTopic receives every alarm's notifications; Alarms are by id
+	// ("<function>-Errors", "TableThrottles", ...).
+	AlarmTopic awssns.Topic
+	Alarms     map[string]awscloudwatch.Alarm
+	Dashboard  awscloudwatch.Dashboard
+
+	// publicURL is the network's base URL: the custom domain's, else the
+	// stage's.
+	publicURL *string
 
 	networkKey string
 	// signingSecret is Props.NetworkSigningKeySecret.
@@ -125,8 +156,11 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 		sp.Description = jsii.String(fmt.Sprintf("a2awire (%s): HTTP API, one Lambda per function, one DynamoDB table", props.Stage))
 	}
 	st := awscdk.NewStack(scope, jsii.String(Name(props.Stage)), &sp)
-	awscdk.Tags_Of(st).Add(jsii.String("project"), jsii.String("a2awire"), nil)
-	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(props.Stage), nil)
+	// Not on the dashboard: the CDK renders Tags on AWS::CloudWatch::Dashboard
+	// but CloudFormation's resource schema (which cfn-lint checks) has none.
+	untagged := &awscdk.TagProps{ExcludeResourceTypes: jsii.Strings("AWS::CloudWatch::Dashboard")}
+	awscdk.Tags_Of(st).Add(jsii.String("project"), jsii.String("a2awire"), untagged)
+	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(props.Stage), untagged)
 
 	s := &Stack{
 		Stack:         st,
@@ -144,7 +178,7 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 	}
 	prod := props.Stage == ProdStage
 	s.Table = newTable(st, props.Table, prod)
-	s.addAPI(prod)
+	s.addAPI(props, prod)
 	s.addQueues(queueTable(props), prod)
 
 	access := accessByFunction(props)
@@ -175,10 +209,15 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 	if props.Seed != nil {
 		s.Seeding = s.addSeeding(*props.Seed, props.NetworkPublicKey)
 	}
+	s.addMonitoring(props)
 
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Value:       s.APIStage.Url(),
 		Description: jsii.String("Base URL of the HTTP API, e.g. <ApiUrl>agents/a2awire-punctual/invoke"),
+	})
+	awscdk.NewCfnOutput(st, jsii.String("PublicUrl"), &awscdk.CfnOutputProps{
+		Value:       s.publicURL,
+		Description: jsii.String("The network's URL: the custom domain's when one is set, else ApiUrl (make cloud-check URL=<PublicUrl>)"),
 	})
 	awscdk.NewCfnOutput(st, jsii.String("TableName"), &awscdk.CfnOutputProps{
 		Value:       s.Table.TableName(),

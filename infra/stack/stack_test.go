@@ -251,13 +251,15 @@ func (s *synthesized) logicalID(t *testing.T, c constructs.IConstruct) string {
 
 // The table actions each access level must get, written out here rather
 // than taken from the stack package so that a change there shows up as a
-// failure: no Scan (the design never scans), no DescribeTable, no wildcards.
+// failure: no Scan (the design never scans), no DescribeTable, no Batch*
+// (the DynamoDB engine never batches), no ListStreams (it takes no resource,
+// and the mapping knows its stream), no wildcards.
 var (
-	readActions  = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
-	writeActions = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-		"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}
-	streamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator",
-		"dynamodb:ListStreams"}
+	readActions   = []string{"dynamodb:GetItem", "dynamodb:Query"}
+	writeActions  = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
+	streamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
+	// unusedActions were granted once and are never called.
+	unusedActions = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:ListStreams", "dynamodb:Scan"}
 )
 
 // statement is one IAM policy statement with Action and Resource normalized
@@ -393,8 +395,10 @@ func checkCommon(t *testing.T, s *synthesized) {
 	t.Run("iam", func(t *testing.T) { checkIAM(t, s) })
 	t.Run("stage", func(t *testing.T) { checkStage(t, s) })
 	t.Run("nag", func(t *testing.T) { checkNag(t, s) })
+	t.Run("monitoring", func(t *testing.T) { checkMonitoring(t, s) })
+	t.Run("deploy settings", func(t *testing.T) { checkDeploySettings(t, s) })
 	t.Run("outputs", func(t *testing.T) {
-		for _, name := range []string{"ApiUrl", "TableName"} {
+		for _, name := range []string{"ApiUrl", "PublicUrl", "TableName"} {
 			if _, ok := s.outputs[name]; !ok {
 				t.Errorf("output %s missing; have %v", name, s.outputs)
 			}
@@ -530,10 +534,15 @@ func checkFunctions(t *testing.T, s *synthesized) {
 				// ... and the signing key as a reference to its secret.
 				v = stack.SigningKeyReference(s.props.NetworkSigningKeySecret)
 			}
-			if k == stack.BaseURLEnv && v == "" {
-				// ... and the card's base URL with the HTTP API's stage
-				// URL: https://<api id>.execute-api.<region>.<suffix>/
-				joined, _ := vars[k].(map[string]any)["Fn::Join"].([]any)
+			if k == stack.BaseURLEnv && v == "" && s.props.DomainName != "" {
+				// ... and the card's base URL with the custom domain's
+				// URL when there is one,
+				v = "https://" + s.props.DomainName + "/"
+			} else if k == stack.BaseURLEnv && v == "" {
+				// ... else with the HTTP API's stage URL:
+				// https://<api id>.execute-api.<region>.<suffix>/
+				m, _ := vars[k].(map[string]any)
+				joined, _ := m["Fn::Join"].([]any)
 				if len(joined) != 2 || !strings.Contains(fmt.Sprint(joined[1]), s.logicalID(t, s.stack.API)) ||
 					!strings.Contains(fmt.Sprint(joined[1]), "execute-api") {
 					t.Errorf("%s: env %s=%v, want the HTTP API's stage URL", fn.Name, k, vars[k])
@@ -568,20 +577,19 @@ func checkFunctions(t *testing.T, s *synthesized) {
 				t.Errorf("%s: LoggingConfig.%s = %v, want %s", fn.Name, k, logging[k], want)
 			}
 		}
-		// Its own reservation: a flood elsewhere cannot take it, and it
-		// cannot take more; a queue trigger's function reserves the
-		// mapping's maximum concurrency.
-		want := stack.DefaultReservedConcurrency
-		for _, tr := range fn.Triggers {
-			if tr.Kind == routes.QueueTrigger {
-				want = max(want, stack.QueueConcurrency(tr))
+		// A reservation only when the deploy asked: by the function's
+		// name, else by its class.
+		want, reserved := s.props.ReservedConcurrency[fn.Name]
+		if !reserved {
+			if class := stack.FunctionClass(fn, s.props.Routes); class != "" {
+				want, reserved = s.props.ReservedConcurrency[class]
 			}
 		}
-		if n, ok := s.props.ReservedConcurrency[fn.Name]; ok {
-			want = n
-		}
-		if p["ReservedConcurrentExecutions"] != float64(want) {
-			t.Errorf("%s: ReservedConcurrentExecutions %v, want %d", fn.Name, p["ReservedConcurrentExecutions"], want)
+		switch got, has := p["ReservedConcurrentExecutions"]; {
+		case !reserved && has:
+			t.Errorf("%s: ReservedConcurrentExecutions %v, but the deploy asked for none", fn.Name, got)
+		case reserved && got != float64(want):
+			t.Errorf("%s: ReservedConcurrentExecutions %v, want %d", fn.Name, got, want)
 		}
 		// The code is the function's own asset, i.e. build/<name>.
 		if code, _ := p["Code"].(map[string]any); code["S3Key"] == nil {
@@ -895,6 +903,7 @@ func TestCheckoutStack(t *testing.T) {
 	s := synth(t, props)
 	checkCommon(t, s)
 
+	t.Run("no reservation by default", func(t *testing.T) { checkNoReservation(t, s) })
 	t.Run("every route of routes.All()", func(t *testing.T) {
 		for _, r := range routes.All() {
 			checkAssertion(t, r.Key(), func() {
@@ -978,8 +987,30 @@ func TestExtendedStack(t *testing.T) {
 	base := len(props.Functions)
 	props.Functions = append(props.Functions, extraFunctions...)
 	props.Routes = append(props.Routes, extraRoutes...)
+	// Reservations from cdk.json or -c reservedConcurrency=...: a class
+	// and a function by name.
+	props.ReservedConcurrency = map[string]int{"fixture": 5, dispatcher.Name: 25}
 	s := synth(t, props)
 	checkCommon(t, s)
+
+	t.Run("reservations by class and by name", func(t *testing.T) {
+		want := map[string]int{"fixture-clean": 5, "fixture-ledger": 5, "fixture-messy": 5, "fixture-punctual": 5,
+			"fixture-translator": 5, dispatcher.Name: 25}
+		got := map[string]int{}
+		for name, fn := range s.stack.Functions {
+			if n, ok := s.resources[s.logicalID(t, fn)].Properties["ReservedConcurrentExecutions"].(float64); ok {
+				got[name] = int(n)
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("reservations %v, want %v", got, want)
+		}
+		plan := stack.PlanConcurrency(props)
+		if plan.Total != 50 || plan.RequiredQuota != 150 {
+			t.Errorf("plan %+v, want 50 reserved and a quota of at least 150", plan)
+		}
+		t.Logf("pre-deploy check: %s", plan)
+	})
 
 	t.Run("new function and route are deployed", func(t *testing.T) {
 		checkAssertion(t, "function count", func() {
@@ -1051,7 +1082,7 @@ func TestExtendedStack(t *testing.T) {
 			want := map[string]any{
 				"FunctionName":               map[string]any{"Ref": fnID},
 				"EventSourceArn":             map[string]any{"Fn::GetAtt": []any{s.logicalID(t, s.stack.Table), "StreamArn"}},
-				"StartingPosition":           "LATEST",
+				"StartingPosition":           "TRIM_HORIZON",
 				"BisectBatchOnFunctionError": true,
 				"MaximumRetryAttempts":       stack.StreamRetryAttempts,
 				"MaximumRecordAgeInSeconds":  stack.StreamMaxRecordAgeS,
@@ -1139,10 +1170,9 @@ func TestExtendedStack(t *testing.T) {
 func TestProdStack(t *testing.T) {
 	props := checkoutProps(t, stack.ProdStage)
 	props.Functions = append(props.Functions, dispatcher)
-	// An override from cdk.json or -c reservedConcurrency=...
-	props.ReservedConcurrency = map[string]int{dispatcher.Name: 25}
 	s := synth(t, props)
 	checkCommon(t, s)
+	t.Run("no reservation by default", func(t *testing.T) { checkNoReservation(t, s) })
 
 	t.Run("retained data", func(t *testing.T) {
 		if name := *s.stack.StackName(); name != "a2awire-prod" {
@@ -1264,12 +1294,37 @@ func TestValidate(t *testing.T) {
 		{"reservations over the account quota", func(p *stack.Props) {
 			p.ReservedConcurrency = map[string]int{"fn-a": 901}
 		}, "totals 901"},
-		{"account quota too small for the defaults", func(p *stack.Props) {
+		{"a new account's quota takes no reservation", func(p *stack.Props) {
 			p.AccountConcurrency = 10
+			p.ReservedConcurrency = map[string]int{"fn": 1}
 		}, "quota of 10"},
+		{"queue consumer reserved under its mapping's concurrency", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.QueueTrigger, Queue: routes.DeliveryQueue, MaxConcurrency: 50}}
+			p.ReservedConcurrency = map[string]int{"fn-a": 10}
+		}, "under its queue trigger's maximum concurrency 50"},
+		{"bad CORS origin", func(p *stack.Props) { p.CorsOrigins = []string{"example.com"} }, `CORS origin "example.com"`},
+		{"domain without certificate", func(p *stack.Props) { p.DomainName = "api.example.com" }, "both domainName and certificateArn"},
+		{"bad domain", func(p *stack.Props) {
+			p.DomainName, p.CertificateArn = "https://api.example.com/", "arn:aws:acm:eu-west-1:123456789012:certificate/x"
+		}, "want a DNS name"},
+		{"bad alarm email", func(p *stack.Props) { p.AlarmEmail = "ops at example" }, "alarmEmail"},
+		{"signing secret with an empty JSON key", func(p *stack.Props) { p.NetworkSigningKeySecret = "s:SecretString:" }, "networkSigningKeySecret"},
+		{"signing secret with braces", func(p *stack.Props) { p.NetworkSigningKeySecret = "s}}{{x" }, "braces"},
 	}
 	if _, err := stack.New(awscdk.NewApp(nil), good()); err != nil {
 		t.Fatalf("good inputs: %v", err)
+	}
+	// A new account's quota of 10 deploys what takes no reservation, and
+	// a class reservation is taken.
+	small := good()
+	small.AccountConcurrency = 10
+	if _, err := stack.New(awscdk.NewApp(nil), small); err != nil {
+		t.Errorf("quota 10, no reservation: %v", err)
+	}
+	class := good()
+	class.ReservedConcurrency = map[string]int{"fn": 3}
+	if _, err := stack.New(awscdk.NewApp(nil), class); err != nil {
+		t.Errorf("class reservation: %v", err)
 	}
 	// The largest reservation a default account allows is accepted.
 	edge := good()

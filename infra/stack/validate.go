@@ -3,6 +3,8 @@ package stack
 import (
 	"fmt"
 	"maps"
+	"net/mail"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -102,6 +104,7 @@ func validate(p Props) error {
 		}
 	}
 	validateConcurrency(p, fns, fail)
+	validateEdges(p, fail)
 	validateQueues(p, fail)
 	seen := map[string]string{}
 	for _, r := range p.Routes {
@@ -156,10 +159,12 @@ func validateTable(t schema.Table) error {
 }
 
 // validateConcurrency checks the reservations: each between 1 and the
-// account's quota (0 would disable the function), overrides only for
-// functions that exist (a typo would otherwise be ignored), and the sum
-// leaving MinUnreservedConcurrency of the account unreserved, which AWS
-// would otherwise refuse halfway through a deploy.
+// account's quota (0 would disable the function), keys that name a
+// function or a class (a typo would otherwise be ignored), a queue
+// consumer's at least its mapping's maximum concurrency (Lambda's poller
+// would be throttled below it), and the sum leaving
+// MinUnreservedConcurrency of the account unreserved, which AWS would
+// otherwise refuse halfway through a deploy.
 func validateConcurrency(p Props, fns map[string]routes.Function, fail func(string, ...any)) {
 	account := p.AccountConcurrency
 	if account == 0 {
@@ -169,23 +174,66 @@ func validateConcurrency(p Props, fns map[string]routes.Function, fail func(stri
 		fail("account concurrency %d is negative", account)
 		return
 	}
-	for _, name := range slices.Sorted(maps.Keys(p.ReservedConcurrency)) {
-		if _, ok := fns[name]; !ok {
-			fail("reserved concurrency for %q: no such function", name)
+	classes := map[string]bool{}
+	for _, fn := range p.Functions {
+		if c := FunctionClass(fn, p.Routes); c != "" {
+			classes[c] = true
 		}
 	}
-	sum := 0
-	reserved := reservations(p)
-	for _, name := range slices.Sorted(maps.Keys(fns)) {
-		n := reserved[name]
+	for _, name := range slices.Sorted(maps.Keys(p.ReservedConcurrency)) {
+		if _, ok := fns[name]; !ok && !classes[name] {
+			fail("reserved concurrency for %q: no such function or function class (classes: %v)", name, slices.Sorted(maps.Keys(classes)))
+		}
+	}
+	plan := PlanConcurrency(p)
+	for _, name := range slices.Sorted(maps.Keys(plan.Reserved)) {
+		n := plan.Reserved[name]
 		if n < 1 {
 			fail("function %q: reserved concurrency %d, want at least 1 (0 stops the function)", name, n)
 		}
-		sum += n
+		if q := queueReservation(fns[name]); n < q {
+			fail("function %q: reserved concurrency %d under its queue trigger's maximum concurrency %d", name, n, q)
+		}
 	}
-	if sum > account-MinUnreservedConcurrency {
+	if plan.RequiredQuota > account && plan.Total > 0 {
 		fail("reserved concurrency totals %d, but an account quota of %d allows at most %d (AWS keeps %d unreserved): "+
 			"lower reservedConcurrency or raise the Lambda concurrency quota and set accountConcurrency",
-			sum, account, max(account-MinUnreservedConcurrency, 0), MinUnreservedConcurrency)
+			plan.Total, account, max(account-MinUnreservedConcurrency, 0), MinUnreservedConcurrency)
 	}
 }
+
+// validateEdges checks the context values that shape the API's edge and
+// its notifications: CORS origins, the custom domain and its certificate,
+// the alarm address and the signing key secret's name.
+func validateEdges(p Props, fail func(string, ...any)) {
+	for _, o := range p.CorsOrigins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			fail("CORS origin %q: want * or scheme://host[:port]", o)
+		}
+	}
+	if (p.DomainName == "") != (p.CertificateArn == "") {
+		fail("a custom domain needs both domainName and certificateArn (an ACM certificate of the stack's region)")
+	}
+	if p.DomainName != "" && !domainRE.MatchString(p.DomainName) {
+		fail("domainName %q: want a DNS name such as api.example.com", p.DomainName)
+	}
+	if p.CertificateArn != "" && !strings.HasPrefix(p.CertificateArn, "arn:") || strings.Contains(p.CertificateArn, " ") {
+		fail("certificateArn %q: want arn:aws:acm:<region>:<account>:certificate/<id>", p.CertificateArn)
+	}
+	if p.AlarmEmail != "" {
+		if a, err := mail.ParseAddress(p.AlarmEmail); err != nil || a.Address != p.AlarmEmail {
+			fail("alarmEmail %q: want one plain address such as ops@example.com", p.AlarmEmail)
+		}
+	}
+	if p.NetworkSigningKeySecret != "" {
+		if _, _, err := ParseSigningKeySecret(p.NetworkSigningKeySecret); err != nil {
+			fail("%v", err)
+		}
+	}
+}
+
+var domainRE = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -40,6 +41,12 @@ var (
 	// ErrResponseTooLarge means the function answered more than
 	// MaxResponsePayload bytes.
 	ErrResponseTooLarge = errors.New("response payload exceeds Lambda's 6 MB limit")
+	// ErrThrottled means the function was at its reserved concurrency
+	// (Lambda's TooManyRequestsException, reason
+	// ReservedFunctionConcurrentInvocationLimitExceeded); it was not
+	// called. API Gateway answers it as it answers every invocation Lambda
+	// rejects: 500 {"message":"Internal Server Error"}, not a 429.
+	ErrThrottled = errors.New("rate exceeded: reserved concurrency in use")
 )
 
 // PanicError is a function that panicked. Lambda reports it as a failed
@@ -71,6 +78,11 @@ type Entry struct {
 	timeout time.Duration
 	fn      any
 	now     func() time.Time
+	// reserved is the function's reserved concurrency, 0 for none (the
+	// account's pool, which the stand-in does not bound); running counts
+	// the invocations holding it.
+	reserved int64
+	running  atomic.Int64
 
 	mu   sync.Mutex
 	idle []idleHandler // most recently used last
@@ -101,6 +113,16 @@ type result struct {
 // lambda.Start accepts) under timeout.
 func NewEntry(name string, fn any, timeout time.Duration) *Entry {
 	return &Entry{name: name, arn: FunctionARN(name), timeout: timeout, fn: fn, now: time.Now}
+}
+
+// WithReservedConcurrency gives the entry a reserved concurrency of n (0:
+// none), before it is first invoked: an invocation while n are running is
+// refused with ErrThrottled, as Lambda refuses one past the function's
+// reservation. An invocation holds its slot until it returns or reaches
+// its deadline (Lambda stops an environment at its timeout).
+func (e *Entry) WithReservedConcurrency(n int) *Entry {
+	e.reserved = int64(max(n, 0))
+	return e
 }
 
 // Name is the function's name.
@@ -148,7 +170,10 @@ func (e *Entry) invokeHere(ctx context.Context, payload []byte, expired func(err
 		return nil, err
 	}
 	defer cancel()
-	stop := context.AfterFunc(fctx, func() { expired(e.expired(ctx)) })
+	stop := context.AfterFunc(fctx, func() {
+		cancel() // the slot is free at the deadline, as in Lambda
+		expired(e.expired(ctx))
+	})
 	r := e.run(fctx, payload)
 	if !stop() {
 		// The deadline came first, even if only just: Lambda discards
@@ -158,13 +183,27 @@ func (e *Entry) invokeHere(ctx context.Context, payload []byte, expired func(err
 	return e.checked(r)
 }
 
-// begin checks the event's size and returns the invocation's context: the
+// begin checks the event's size, takes a slot of the reservation (its
+// cancel gives it back) and returns the invocation's context: the
 // function's deadline and a lambdacontext.
 func (e *Entry) begin(ctx context.Context, payload []byte) (context.Context, context.CancelFunc, error) {
 	if len(payload) > MaxRequestPayload {
 		return nil, nil, fmt.Errorf("%s: %w (%d bytes)", e.name, ErrRequestTooLarge, len(payload))
 	}
+	if e.reserved > 0 {
+		if e.running.Add(1) > e.reserved {
+			e.running.Add(-1)
+			return nil, nil, fmt.Errorf("%s: %w (%d)", e.name, ErrThrottled, e.reserved)
+		}
+	}
 	fctx, cancel := context.WithTimeout(ctx, e.timeout)
+	if e.reserved > 0 {
+		cancelCtx, once := cancel, sync.Once{}
+		cancel = func() {
+			cancelCtx()
+			once.Do(func() { e.running.Add(-1) })
+		}
+	}
 	if _, ok := lambdacontext.FromContext(fctx); !ok {
 		fctx = lambdacontext.NewContext(fctx, &lambdacontext.LambdaContext{
 			AwsRequestID:       NewRequestID(),

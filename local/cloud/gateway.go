@@ -287,6 +287,11 @@ func (g *Gateway) respond(ictx context.Context, w http.ResponseWriter, fn string
 		// API Gateway gave up before the function's own timeout.
 		return outcome{status: gatewayError(w, http.StatusServiceUnavailable, "Service Unavailable"), function: fn,
 			err: fmt.Errorf("integration timeout after %v", g.integration)}
+	case errors.Is(err, ErrThrottled):
+		// Lambda refused the invocation; API Gateway turns that into the
+		// same 500 as a failure (it never answers 429 for it).
+		g.log.WarnContext(ictx, "function throttled", "function", fn, "err", err)
+		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}
 	case err != nil:
 		g.log.ErrorContext(ictx, "function failed", "function", fn, "err", err)
 		return outcome{status: gatewayError(w, http.StatusInternalServerError, "Internal Server Error"), function: fn, err: err}

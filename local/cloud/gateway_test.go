@@ -36,12 +36,17 @@ type probe struct {
 	// it is closed; returned counts those that have come back.
 	hold     chan struct{}
 	returned atomic.Int32
+	// entered, when set, is told of each held request as it starts.
+	entered chan struct{}
 }
 
 func (p *probe) handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	p.calls.Add(1)
 	p.last.Store(&e)
 	if e.Headers["x-probe-hold"] != "" {
+		if p.entered != nil {
+			p.entered <- struct{}{}
+		}
 		<-p.hold
 		defer p.returned.Add(1)
 	}
@@ -211,6 +216,75 @@ func TestGatewayFunctionErrorAndPanicAre500(t *testing.T) {
 	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{}, nil)
 	if status, body := serve(gw, post(strings.NewReader("{}"), "X-Probe-Answer", "error")); status != 500 || body != `{"message":"Internal Server Error"}` {
 		t.Errorf("function error: %d %s", status, body)
+	}
+}
+
+// TestGatewayReservedConcurrencyIs500: a function at its reserved
+// concurrency is not called, and its caller gets what API Gateway answers
+// for an invocation Lambda refuses (500 Internal Server Error, not 429);
+// other functions are not held back, and the slot is free again once the
+// running invocation returns.
+func TestGatewayReservedConcurrencyIs500(t *testing.T) {
+	p := &probe{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
+	entries := map[string]*cloud.Entry{}
+	for _, fn := range routes.Functions() {
+		entries[fn] = cloud.NewEntry(fn, p.handle, 20*time.Second)
+	}
+	entries["fixture-punctual"].WithReservedConcurrency(1)
+	gw, err := cloud.NewGateway(entries, logging.Discard(), cloud.GatewayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan int, 1)
+	go func() {
+		status, _ := serve(gw, post(strings.NewReader("{}"), "X-Probe-Hold", "1"))
+		first <- status
+	}()
+	<-p.entered
+	if status, body := serve(gw, post(strings.NewReader("{}"))); status != 500 || body != `{"message":"Internal Server Error"}` {
+		t.Errorf("at the reservation: %d %s, want 500 Internal Server Error", status, body)
+	}
+	if n := p.calls.Load(); n != 1 {
+		t.Errorf("%d calls, want 1: the throttled invocation reached the function", n)
+	}
+	other := httptest.NewRequest("POST", "/agents/a2awire-clean/invoke", strings.NewReader("{}"))
+	if status, _ := serve(gw, other); status != 200 {
+		t.Errorf("an unreserved function: %d, want 200", status)
+	}
+	close(p.hold)
+	if status := <-first; status != 200 {
+		t.Errorf("the held invocation: %d, want 200", status)
+	}
+	if status, _ := serve(gw, post(strings.NewReader("{}"))); status != 200 {
+		t.Errorf("after the slot is free: %d, want 200", status)
+	}
+}
+
+// TestEntryReservationFreedAtDeadline: an invocation that overruns gives
+// its slot back at its deadline (Lambda stops the environment then), not
+// when the local function finally returns; a refused one is ErrThrottled.
+func TestEntryReservationFreedAtDeadline(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	entered := make(chan struct{}, 2)
+	e := cloud.NewEntry("fn", func(ctx context.Context, _ json.RawMessage) (string, error) {
+		entered <- struct{}{}
+		<-hold
+		return "late", nil
+	}, 500*time.Millisecond).WithReservedConcurrency(1)
+	done := make(chan error, 1)
+	go func() { _, err := e.Invoke(context.Background(), []byte("{}")); done <- err }()
+	<-entered
+	if _, err := e.Invoke(context.Background(), []byte("{}")); !errors.Is(err, cloud.ErrThrottled) {
+		t.Errorf("second invocation: %v, want ErrThrottled", err)
+	}
+	if err := <-done; !errors.Is(err, cloud.ErrTimeout) {
+		t.Fatalf("first invocation: %v", err)
+	}
+	// The function is still held, yet a new invocation is admitted and
+	// runs to its own deadline.
+	if _, err := e.Invoke(context.Background(), []byte("{}")); !errors.Is(err, cloud.ErrTimeout) {
+		t.Errorf("after the slot was freed: %v, want the function's timeout", err)
 	}
 }
 

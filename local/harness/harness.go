@@ -65,6 +65,11 @@ type Options struct {
 	// Queues are the route table's queues by name; nil means fresh
 	// in-process ones (NewQueues).
 	Queues map[string]*queue.Memory
+	// ReservedConcurrency reserves concurrency for functions by name, as
+	// the deploy's reservedConcurrency context value does: a function at
+	// its reservation is refused as Lambda refuses it (the gateway answers
+	// 500, a stream or queue trigger retries). Unset: no limit.
+	ReservedConcurrency map[string]int
 }
 
 // NewQueues returns an in-process queue for each of the route table's
@@ -278,7 +283,7 @@ func New(o Options) (_ *Harness, err error) {
 		if timeout <= 0 {
 			return nil, fmt.Errorf("harness: function %q has no timeout", f.Name)
 		}
-		e := cloud.NewEntry(f.Name, f.Handler, timeout)
+		e := cloud.NewEntry(f.Name, f.Handler, timeout).WithReservedConcurrency(o.ReservedConcurrency[f.Name])
 		h.entries[f.Name] = e
 		for _, t := range f.Config.Triggers {
 			h.kinds[f.Name] = append(h.kinds[f.Name], t.Kind)
@@ -302,6 +307,11 @@ func New(o Options) (_ *Harness, err error) {
 			default:
 				return nil, fmt.Errorf("harness: function %q: unknown trigger kind %q", f.Name, t.Kind)
 			}
+		}
+	}
+	for name := range o.ReservedConcurrency {
+		if h.entries[name] == nil {
+			return nil, fmt.Errorf("harness: reserved concurrency for %q: no such function", name)
 		}
 	}
 	gw, err := cloud.NewGateway(h.entries, o.Log, o.Gateway)

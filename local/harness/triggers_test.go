@@ -155,3 +155,40 @@ func TestStreamConsumers(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedConcurrency: Options.ReservedConcurrency reaches the named
+// function's entry (an invocation past it is refused as Lambda refuses it,
+// the function not called) and leaves the others unbounded; a name that is
+// no function is refused.
+func TestReservedConcurrency(t *testing.T) {
+	hold, entered := make(chan struct{}), make(chan struct{}, 1)
+	var calls sync.Map
+	fn := func(name string) harness.Function {
+		return harness.Function{Name: name, Handler: func(context.Context, events.EventBridgeEvent) error {
+			n, _ := calls.LoadOrStore(name, new(int))
+			*n.(*int)++
+			entered <- struct{}{}
+			<-hold
+			return nil
+		}, Config: routes.Function{Name: name, TimeoutSeconds: 5}}
+	}
+	h := mustHarness(t, harness.Options{Log: logging.Discard(), Extra: []harness.Function{fn("test-reserved")},
+		ReservedConcurrency: map[string]int{"test-reserved": 1}})
+	done := make(chan error, 1)
+	go func() { _, err := h.Gateway.Invoke(context.Background(), "test-reserved", []byte("{}")); done <- err }()
+	<-entered
+	if _, err := h.Gateway.Invoke(context.Background(), "test-reserved", []byte("{}")); !errors.Is(err, cloud.ErrThrottled) {
+		t.Errorf("at the reservation: %v, want ErrThrottled", err)
+	}
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := calls.Load("test-reserved"); *n.(*int) != 1 {
+		t.Errorf("%d calls, want 1", *n.(*int))
+	}
+	if _, err := harness.New(harness.Options{Log: logging.Discard(), ReservedConcurrency: map[string]int{"no-such": 1}}); err == nil ||
+		!strings.Contains(err.Error(), "no-such") {
+		t.Errorf("unknown function: %v", err)
+	}
+}

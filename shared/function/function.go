@@ -16,8 +16,12 @@ package function
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/egress"
@@ -107,16 +111,56 @@ const (
 	NetworkPublicKeyEnv = "NETWORK_PUBLIC_KEY"
 )
 
-// ParseNetworkKey reads a NetworkKeyEnv value; "" is no key.
+// ParseNetworkKey reads a NetworkKeyEnv value; "" is no key. The value is
+// the standard base64 of the 32-byte seed, or a JSON object holding it:
+// the whole SecretString of a Secrets Manager secret stored as key/value
+// (the console's default form), which a dynamic reference without a JSON
+// key hands over as it is. Of an object, the member named by
+// NetworkKeyJSONNames is taken, or the only member when there is one. An
+// error names the object's members, never a value.
 func ParseNetworkKey(s string) (ed25519.PrivateKey, error) {
+	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, nil
+	}
+	if strings.HasPrefix(s, "{") {
+		var err error
+		if s, err = seedFromJSON(s); err != nil {
+			return nil, err
+		}
 	}
 	seed, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil || len(seed) != ed25519.SeedSize {
 		return nil, fmt.Errorf("%s is not the standard base64 of a %d-byte Ed25519 seed", NetworkKeyEnv, ed25519.SeedSize)
 	}
 	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// NetworkKeyJSONNames are the members a JSON-form signing-key secret may
+// hold the seed under, tried in this order.
+var NetworkKeyJSONNames = []string{"seed", "networkSigningKey", NetworkKeyEnv, "privateKey", "key"}
+
+// seedFromJSON picks the seed out of a JSON object (see ParseNetworkKey).
+func seedFromJSON(s string) (string, error) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return "", fmt.Errorf("%s starts with '{' but is not a JSON object", NetworkKeyEnv)
+	}
+	for _, name := range NetworkKeyJSONNames {
+		if v, ok := m[name].(string); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	if len(m) == 1 {
+		for _, v := range m {
+			if v, ok := v.(string); ok {
+				return strings.TrimSpace(v), nil
+			}
+		}
+	}
+	names := slices.Sorted(maps.Keys(m))
+	return "", fmt.Errorf("%s is a JSON object with members %q: want one member, or one named %q, holding the seed "+
+		"(or name the member in networkSigningKeySecret as <secret>:SecretString:<member>)", NetworkKeyEnv, names, NetworkKeyJSONNames[0])
 }
 
 // ParseNetworkPublicKey reads a NetworkPublicKeyEnv value; "" is no key.
@@ -131,17 +175,37 @@ func ParseNetworkPublicKey(s string) (ed25519.PublicKey, error) {
 	return ed25519.PublicKey(k), nil
 }
 
+// SigningKeyError is KeysFromEnv's error for a signing key it could not
+// use: unreadable, or not the private half of the network's public key.
+// The public key KeysFromEnv returns beside it is still good, so a
+// function can run without signing (webhooks v1 only) instead of failing
+// at every start.
+type SigningKeyError struct{ Err error }
+
+func (e *SigningKeyError) Error() string { return e.Err.Error() }
+
+func (e *SigningKeyError) Unwrap() error { return e.Err }
+
 // KeysFromEnv reads the network's keys from getenv: the signing key when
 // NetworkKeyEnv is set (its public half then too), else only the public
-// key of NetworkPublicKeyEnv.
+// key of NetworkPublicKeyEnv. When both are set they must pair. A signing
+// key it cannot use is a *SigningKeyError, returned with the public key
+// of NetworkPublicKeyEnv and no private key.
 func KeysFromEnv(getenv func(string) string) (ed25519.PrivateKey, ed25519.PublicKey, error) {
-	priv, err := ParseNetworkKey(getenv(NetworkKeyEnv))
+	pub, err := ParseNetworkPublicKey(getenv(NetworkPublicKeyEnv))
 	if err != nil {
 		return nil, nil, err
 	}
-	if priv != nil {
-		return priv, priv.Public().(ed25519.PublicKey), nil
+	priv, err := ParseNetworkKey(getenv(NetworkKeyEnv))
+	if err != nil {
+		return nil, pub, &SigningKeyError{Err: err}
 	}
-	pub, err := ParseNetworkPublicKey(getenv(NetworkPublicKeyEnv))
-	return nil, pub, err
+	if priv == nil {
+		return nil, pub, nil
+	}
+	derived := priv.Public().(ed25519.PublicKey)
+	if pub != nil && !pub.Equal(derived) {
+		return nil, pub, &SigningKeyError{Err: fmt.Errorf("%s is not the private half of %s (the networkPublicKey the deploy was given)", NetworkKeyEnv, NetworkPublicKeyEnv)}
+	}
+	return priv, derived, nil
 }

@@ -2,13 +2,16 @@
 // read the environment once, build the function's Env (JSON logs, the
 // table when the function has one, the network's keys), call its builder
 // outside the handler, and hand the result to lambda.Start. A builder that
-// fails is an init failure: logged, exit 1, as Lambda expects.
+// fails is an init failure: logged, exit 1, as Lambda expects. A network
+// signing key that cannot be used is not: it is logged as an error and the
+// function runs without it.
 //
 // The table is opened by a function the main passes (dynamo.FromEnv), not
 // here, so a function without table access links no DynamoDB client.
 package lambdamain
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 
@@ -52,7 +55,14 @@ func Build(name string, b function.Builder, getenv func(string) string, log *slo
 		env.Store = st
 	}
 	priv, pub, err := function.KeysFromEnv(getenv)
-	if err != nil {
+	var bad *function.SigningKeyError
+	if errors.As(err, &bad) {
+		// A bad secret must not become an init crash on every start
+		// (and every stream batch failing with it): the function runs
+		// without the key and says so. The deploy's registration checks
+		// the same value and fails the deploy instead.
+		log.Error(name+": network signing key refused; running without it (webhooks signed v1 only, registry cursors keyed per instance)", "err", err)
+	} else if err != nil {
 		return nil, err
 	}
 	env.NetworkKey, env.NetworkPublicKey = priv, pub
