@@ -49,43 +49,54 @@ func (w Workload) Loads() []KeyLoad {
 	return ls
 }
 
-// The workloads of docs/scale.md. Per-agent keys of the request's
-// authentication (NONCE#<keyid> 1 unit, RATE#<world>#<awnId> 1 unit) are
-// left out: they spread over the senders.
-var (
-	// WorldEvents is one world taking 5,000 submitted actions a second:
-	// each is one transaction of the member's ConditionCheck, the event
-	// and the world's event head (shared/world, Log.Commit).
-	WorldEvents = Workload{Name: "world at 5,000 events/s", Rate: 5000, Units: map[string]float64{
+// The workloads of docs/scale.md, each a function so no caller can change
+// the model under another. Per-agent keys of the request's authentication
+// (NONCE#<keyid> 1 unit, RATE#<world>#<awnId> 1 unit) are left out: they
+// spread over the senders.
+
+// WorldEvents is one world taking 5,000 submitted actions a second:
+// each is one transaction of the member's ConditionCheck, the event
+// and the world's event head (shared/world, Log.Commit).
+func WorldEvents() Workload {
+	return Workload{Name: "world at 5,000 events/s", Rate: 5000, Units: map[string]float64{
 		"WORLD#<world>":     2,
 		"EVENTS#<world>":    2,
 		"EVENTHEAD#<world>": 2,
 	}}
-	// InboxMessages is one recipient getting 1,000 messages a second:
-	// each send is one transaction of the recipient's and the sender's
-	// member checks, the message, its private message.received event and
-	// the world's event head (shared/inbox, Send).
-	InboxMessages = Workload{Name: "inbox at 1,000 messages/s", Rate: 1000, Units: map[string]float64{
+}
+
+// InboxMessages is one recipient getting 1,000 messages a second:
+// each send is one transaction of the recipient's and the sender's
+// member checks, the message, its private message.received event and
+// the world's event head (shared/inbox, Send).
+func InboxMessages() Workload {
+	return Workload{Name: "inbox at 1,000 messages/s", Rate: 1000, Units: map[string]float64{
 		"WORLD#<world>":       4,
 		"INBOX#<world>#<to>":  2,
 		"EVENTS#<world>#<to>": 2,
 		"EVENTHEAD#<world>":   2,
 	}}
-	// FanOut is one public event delivered to 10,000 webhooks, taken at
-	// the rate the deliverer reaches (row 7b measured about 1,000 a second
-	// on 2 cores; in AWS up to 100 invocations × 10 deliveries at once):
-	// each delivery updates its webhook's counters (an UpdateItem on the
-	// world's partition); the event itself is written once.
-	FanOut = Workload{Name: "one public event to 10,000 webhooks, 1,000 deliveries/s", Rate: 1000, Units: map[string]float64{
+}
+
+// FanOut is one public event delivered to 10,000 webhooks, taken at
+// the rate the deliverer reaches (row 7b measured about 1,000 a second
+// on 2 cores; in AWS up to 100 invocations × 10 deliveries at once):
+// each delivery updates its webhook's counters (an UpdateItem on the
+// world's partition); the event itself is written once.
+func FanOut() Workload {
+	return Workload{Name: "one public event to 10,000 webhooks, 1,000 deliveries/s", Rate: 1000, Units: map[string]float64{
 		"WORLD#<world>": 1,
 	}}
-	// RegistryJoins is a 100,000-world registry in which each world sees
-	// a join or a leave every 100 s (1,000 a second in all): each changes
-	// the world's member count on its listing items, and the
-	// members-ordered listing's gsi1 sort key with it (a delete and a put
-	// in the index), in gsi1 partitions every world shares.
-	RegistryJoins = Workload{Name: "100,000 worlds, a join or leave per world every 100 s", Rate: 1000, Units: map[string]float64{
+}
+
+// RegistryJoins is a 100,000-world registry in which each world sees
+// a join or a leave every 100 s (1,000 a second in all): each changes
+// the world's member count on its listing items, and the
+// members-ordered listing's gsi1 sort key with it (a delete and a put
+// in the index), in gsi1 partitions every world shares.
+func RegistryJoins() Workload {
+	return Workload{Name: "100,000 worlds, a join or leave per world every 100 s", Rate: 1000, Units: map[string]float64{
 		"gsi1:WORLDS#mem#*": 2,
 		"gsi1:WORLDS#new#*": 1,
 	}}
-)
+}

@@ -146,7 +146,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 		w   scalemodel.Workload
 		run func(t *testing.T, m *meter) int // sets up, m.take()s, runs; returns operations
 	}{
-		{scalemodel.WorldEvents, func(t *testing.T, m *meter) int {
+		{scalemodel.WorldEvents(), func(t *testing.T, m *meter) int {
 			ctx := t.Context()
 			s := world.New(m, world.WithClock(before))
 			create(t, s, "sim")
@@ -160,7 +160,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 			}
 			return n
 		}},
-		{scalemodel.InboxMessages, func(t *testing.T, m *meter) int {
+		{scalemodel.InboxMessages(), func(t *testing.T, m *meter) int {
 			s := world.New(m, world.WithClock(before))
 			create(t, s, "sim")
 			join(t, s, "sim", key(1), key(2))
@@ -173,7 +173,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 			}
 			return n
 		}},
-		{scalemodel.FanOut, func(t *testing.T, m *meter) int {
+		{scalemodel.FanOut(), func(t *testing.T, m *meter) int {
 			ctx := t.Context()
 			var got sync.WaitGroup
 			got.Add(n)
@@ -210,7 +210,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 			got.Wait()
 			return n // deliveries
 		}},
-		{scalemodel.RegistryJoins, func(t *testing.T, m *meter) int {
+		{scalemodel.RegistryJoins(), func(t *testing.T, m *meter) int {
 			const worlds = 10
 			s := world.New(m)
 			for w := range worlds {
@@ -253,7 +253,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 				// The registry's joins write their own world's and agent's
 				// partitions too: those spread over 100,000 worlds and their
 				// agents, so only gsi1 keys are held to the model there.
-				if sim.w.Name == scalemodel.RegistryJoins.Name && !strings.HasPrefix(k, "gsi1:") {
+				if sim.w.Name == scalemodel.RegistryJoins().Name && !strings.HasPrefix(k, "gsi1:") {
 					continue
 				}
 				t.Logf("%-22s simulated %6.0f units (left out of the model)", k, got[k])
