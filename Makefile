@@ -22,7 +22,7 @@ PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local local-bin dynamodb-local awn openapi test test-go test-race test-fastapi test-infra check check-tests python-deps build invoke lint fuzz bench bench-external bench-go synth deploy diff destroy cloud-check cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn openapi test test-go test-race test-fastapi test-infra test-sqs check check-tests python-deps build invoke lint fuzz bench bench-external bench-go synth deploy diff destroy cloud-check cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local: local-bin
@@ -92,6 +92,11 @@ test-fastapi: python-deps
 
 test-infra: npm tools
 	cd infra && $(GO) test -count=1 ./...
+
+## test-sqs: the queue conformance suite against moto's SQS server through the AWS SDK (pip moto[server]; ~20 s).
+test-sqs:
+	@command -v moto_server >/dev/null || { echo "test-sqs: moto_server not found (pip install 'moto[server]')" >&2; exit 1; }
+	A2AWIRE_SQS_SERVER=moto_server $(GO) test -count=1 -run '^TestConformanceOnSQSServer$$' -v ./shared/queue/sqsqueue
 
 ## build: every functions/* as build/<name>/bootstrap for Lambda (linux/arm64).
 # One go build for every function: it links them in parallel. Each

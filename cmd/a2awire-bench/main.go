@@ -152,6 +152,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if want("fanout") {
 		progress("6/6 webhook fan-out: 100 loopback receivers in one world, %d events...", c.fanoutEvents)
 		rows = append(rows, fanoutRow(ctx, c.fanoutEvents))
+		progress("6/6 webhook fan-out: one event to 10,000 loopback webhooks (one listener)...")
+		rows = append(rows, fanoutWideRow(ctx))
 	}
 
 	rep := Report{Machine: machine(), Started: started.UTC().Format(time.RFC3339), Elapsed: time.Since(started).Round(time.Second).String(), Rows: rows}

@@ -158,6 +158,23 @@ func fanoutRow(ctx context.Context, events int) Row {
 	row := Row{ID: "7", Name: "webhook fan-out: deliveries/s to 100 loopback receivers in one world, p99 event → delivery",
 		Target: "reported (no written target)", Status: Info,
 		Method: fmt.Sprintf("cmd/a2awire-bench/fanout: 100 receivers on 127.0.0.1, %d public events committed one after another on the memory engine, each awaited by all; enqueued by the webhook-dispatcher's Lambda entry driven from the engine's change feed and delivered by webhook-deliver's from the in-process delivery queue, each with its route-table trigger (cloud.Stream, cloud.QueueMapping, as make local runs them); latency = commit → arrival; deliveries/s = deliveries ÷ first commit → last arrival", events)}
+	return runFanout(ctx, row, fanout.Options{Receivers: 100, Events: events, Timeout: 30 * time.Second})
+}
+
+// fanoutWideRow is row 7b: one public event to 10,000 webhooks, all on one
+// loopback listener, each on its own path (so 10,000 endpoints, each with
+// its own concurrency cap), through the same path as row 7. Bounded by a
+// 60 s wait for the deliveries.
+func fanoutWideRow(ctx context.Context) Row {
+	row := Row{ID: "7b", Name: "webhook fan-out: one public event to 10,000 loopback webhooks (one listener, many paths): deliveries/s, p99 commit → delivery",
+		Target: "reported (no written target)", Status: Info,
+		Method: "cmd/a2awire-bench/fanout with OneListener: 10,000 members of one world, each a webhook http://127.0.0.1:<port>/r/<i> on one listener; one public event committed on the memory engine, enqueued as 10,000 messages by the webhook-dispatcher's Lambda entry from the engine's change feed and delivered by webhook-deliver's entry from the in-process delivery queue (route-table triggers: batches of 10, 100 concurrent invocations); latency = commit → arrival; deliveries/s = deliveries ÷ commit → last arrival; wait bounded at 60 s"}
+	return runFanout(ctx, row, fanout.Options{Receivers: 10000, Events: 1, OneListener: true, Timeout: 60 * time.Second})
+}
+
+// runFanout measures o through the dispatcher's and the deliverer's
+// Lambda entries on a fresh memory store, as make local runs them.
+func runFanout(ctx context.Context, row Row, o fanout.Options) Row {
 	st := memory.New()
 	defer st.Close()
 	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: loopbackClient(), NetworkKey: networkKey(), Actions: world.New(st), Log: logging.Discard(), Queue: deliveryQueue()})
@@ -179,7 +196,8 @@ func fanoutRow(ctx context.Context, events int) Row {
 	mdone := make(chan struct{})
 	go func() { _ = mapping.Run(sctx); close(mdone) }()
 	defer func() { cancel(); <-done; <-mdone }()
-	r, err := fanout.Run(ctx, fanout.Options{Store: st, Receivers: 100, Events: events, Timeout: 30 * time.Second})
+	o.Store = st
+	r, err := fanout.Run(ctx, o)
 	if err != nil {
 		return failed(row, err)
 	}

@@ -54,15 +54,11 @@ var (
 )
 
 // Stream trigger settings that the route table does not carry (batch size,
-// window and partial batch failures come from each routes.Trigger). The
-// webhook dispatcher retries deliveries itself (design §8: backoff, then
-// dead-letter, driven by the schedule), so the event source mapping only has
-// to survive a crashing batch: bisect to find the poison record, retry a few
-// times, and park what still fails in an SQS queue rather than blocking the
-// shard for the stream's 24 h retention.
+// window, partial batch failures, retries, record age and bisection come
+// from each routes.Trigger). Every stream mapping parks what it gives up on
+// in its own SQS queue, kept 14 days, rather than blocking the shard for the
+// stream's 24 h retention; cmd/a2awire-redrive replays it from the stream.
 const (
-	StreamRetryAttempts  = 5
-	StreamMaxRecordAgeS  = 3600
 	FailureRetentionDays = 14
 	// MaxStreamBatchSize and MaxStreamBatchWindowS are Lambda's limits for
 	// a DynamoDB stream event source mapping.
@@ -349,9 +345,9 @@ func (s *Stack) addStreamTrigger(scope constructs.Construct, name string, tr rou
 		EventSourceArn:          s.Table.TableStreamArn(),
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(float64(StreamBatchSize(tr))),
-		BisectBatchOnError:      jsii.Bool(true),
-		RetryAttempts:           jsii.Number(StreamRetryAttempts),
-		MaxRecordAge:            awscdk.Duration_Seconds(jsii.Number(StreamMaxRecordAgeS)),
+		BisectBatchOnError:      jsii.Bool(tr.BisectOnError),
+		RetryAttempts:           jsii.Number(float64(tr.StreamRetries())),
+		MaxRecordAge:            awscdk.Duration_Seconds(jsii.Number(float64(tr.StreamMaxRecordAge()))),
 		ReportBatchItemFailures: jsii.Bool(tr.ReportBatchItemFailures),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(queue),
 	}
@@ -369,6 +365,31 @@ func (s *Stack) addStreamTrigger(scope constructs.Construct, name string, tr rou
 		props.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(float64(tr.BatchWindowSeconds)))
 	}
 	awslambda.NewEventSourceMapping(scope, jsii.String("TableStream"), props)
+	// The re-drive command reads this queue (docs/webhooks.md).
+	awscdk.NewCfnOutput(s.Stack, jsii.String("StreamFailuresUrl"+outputName(name)), &awscdk.CfnOutputProps{
+		Value:       queue.QueueUrl(),
+		Description: jsii.String("On-failure queue of " + name + "'s stream mapping (cmd/a2awire-redrive -failures)"),
+	})
+}
+
+// outputName is a function name as an output's logical id (letters and
+// digits): webhook-dispatcher → WebhookDispatcher.
+func outputName(name string) string {
+	var b []byte
+	up := true
+	for _, c := range []byte(name) {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
+			if up && c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			b = append(b, c)
+			up = false
+		default:
+			up = true
+		}
+	}
+	return string(b)
 }
 
 // StreamBatchSize is the batch size a stream trigger is deployed with: its

@@ -953,7 +953,8 @@ var (
 		Name: "test-dispatcher", MemoryMB: 256, TimeoutSeconds: 60, Table: routes.ReadWrite,
 		Env: map[string]string{"DISPATCH_TIMEOUT": "5s"},
 		Triggers: []routes.Trigger{
-			{Kind: routes.StreamTrigger, BatchSize: 25, BatchWindowSeconds: 5, ReportBatchItemFailures: true},
+			{Kind: routes.StreamTrigger, BatchSize: 25, BatchWindowSeconds: 5, ReportBatchItemFailures: true,
+				RetryAttempts: 3, MaxRecordAgeSeconds: 600, BisectOnError: true},
 			{Kind: routes.ScheduleTrigger, Schedule: "rate(1 minute)"},
 		},
 	}
@@ -1073,6 +1074,7 @@ func TestExtendedStack(t *testing.T) {
 			},
 		}
 		for _, fn := range streamed {
+			tr := fn.Triggers[0]
 			fnID := s.logicalID(t, s.stack.Functions[fn.Name])
 			queue, ok := s.stack.FailureQueues[fn.Name]
 			if !ok {
@@ -1083,9 +1085,9 @@ func TestExtendedStack(t *testing.T) {
 				"FunctionName":               map[string]any{"Ref": fnID},
 				"EventSourceArn":             map[string]any{"Fn::GetAtt": []any{s.logicalID(t, s.stack.Table), "StreamArn"}},
 				"StartingPosition":           "TRIM_HORIZON",
-				"BisectBatchOnFunctionError": true,
-				"MaximumRetryAttempts":       stack.StreamRetryAttempts,
-				"MaximumRecordAgeInSeconds":  stack.StreamMaxRecordAgeS,
+				"BisectBatchOnFunctionError": tr.BisectOnError,
+				"MaximumRetryAttempts":       tr.StreamRetries(),
+				"MaximumRecordAgeInSeconds":  tr.StreamMaxRecordAge(),
 				"DestinationConfig": map[string]any{"OnFailure": map[string]any{
 					"Destination": map[string]any{"Fn::GetAtt": []any{queueID, "Arn"}},
 				}},

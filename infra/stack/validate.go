@@ -70,6 +70,12 @@ func validate(p Props) error {
 				if tr.BatchWindowSeconds < 0 || tr.BatchWindowSeconds > MaxStreamBatchWindowS {
 					fail("function %q: stream batch window %d s outside 0..%d", fn.Name, tr.BatchWindowSeconds, MaxStreamBatchWindowS)
 				}
+				if r := tr.StreamRetries(); r < -1 || r > 10000 {
+					fail("function %q: stream retry attempts %d outside -1..10000", fn.Name, r)
+				}
+				if a := tr.StreamMaxRecordAge(); a != -1 && (a < 60 || a > 604800) {
+					fail("function %q: stream max record age %d s: -1 or 60..604800", fn.Name, a)
+				}
 				if len(tr.Filters) > MaxStreamFilters {
 					fail("function %q: %d stream filters, Lambda takes at most %d", fn.Name, len(tr.Filters), MaxStreamFilters)
 				}

@@ -87,7 +87,7 @@ type Entry struct {
 	mu   sync.Mutex
 	idle []idleHandler // most recently used last
 
-	running sync.WaitGroup // Invoke's function goroutines, for Drain
+	inflight sync.WaitGroup // Invoke's function goroutines, for Drain
 }
 
 // An idle handler is dropped when another is released after it has waited
@@ -145,7 +145,7 @@ func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	defer cancel()
 	done := make(chan result, 1) // buffered: a late result nobody waits for is dropped
-	e.running.Go(func() { done <- e.run(fctx, payload) })
+	e.inflight.Go(func() { done <- e.run(fctx, payload) })
 	select {
 	case r := <-done:
 		return e.checked(r)
@@ -158,7 +158,7 @@ func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // trigger stopping on a cancelled context answers at once, as Lambda's
 // poller does, while the function may still be writing. Whoever closes
 // what the functions use (a store) drains first.
-func (e *Entry) Drain() { e.running.Wait() }
+func (e *Entry) Drain() { e.inflight.Wait() }
 
 // invokeHere is Invoke run on the calling goroutine. When the deadline passes first, expired is called on another
 // goroutine with the error Invoke would return, at the deadline; invokeHere

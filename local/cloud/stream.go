@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/streamredrive"
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -33,13 +35,22 @@ func (b Backoff) wait(failures int) time.Duration {
 // Stream is a DynamoDB stream event source mapping: it reads a store.Feed
 // as the function's consumer and invokes the function with
 // events.DynamoDBEvent batches, with the trigger's batch size and window.
+// Records that match none of the trigger's filters are consumed without
+// invoking the function, as Lambda's FilterCriteria drops them. With
+// ReportBatchItemFailures the function's batchItemFailures are honoured:
+// the feed is committed up to just before the first failed record and
+// reading resumes there.
+//
 // A batch that fails (an error, a panic, a timeout, an unreadable
-// response) is retried with capped backoff until it succeeds: records are
-// never skipped. Records that match none of the trigger's filters are
-// consumed without invoking the function, as Lambda's FilterCriteria
-// drops them. With ReportBatchItemFailures the function's
-// batchItemFailures are honoured: the feed is committed up to just before
-// the first failed record and reading resumes there.
+// response) is retried with capped backoff. Without a Failures queue it is
+// retried until it succeeds: records are never skipped. With one, the
+// mapping gives up as Lambda's does with an on-failure destination: after
+// the trigger's retry attempts (routes.Trigger.StreamRetries), or at once
+// when the batch's oldest record is older than its maximum record age, it
+// sends the batch's metadata (streamredrive.Failure: sequence range, size)
+// to Failures and moves on past it. With BisectOnError a failed batch of
+// several records is split in two before it is retried, and a split is
+// not counted as a retry.
 type Stream struct {
 	Entry   *Entry
 	Feed    store.Feed
@@ -47,6 +58,10 @@ type Stream struct {
 	Log     *slog.Logger
 	// Backoff between retries; zero means DefaultBackoff.
 	Backoff Backoff
+	// Failures is the on-failure destination; nil retries forever.
+	Failures queue.Queue
+	// Now is the clock of the record-age limit; nil means time.Now.
+	Now func() time.Time
 }
 
 // Run drives the mapping until ctx ends. It returns nil on a clean stop.
@@ -59,19 +74,24 @@ func (s *Stream) Run(ctx context.Context) error {
 	if backoff == (Backoff{}) {
 		backoff = DefaultBackoff
 	}
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
 	window := time.Duration(s.Trigger.BatchWindowSeconds) * time.Second
 	filter, err := NewFilter(s.Trigger.Patterns())
 	if err != nil {
 		return fmt.Errorf("stream trigger of %s: %w", s.Entry.Name(), err)
 	}
 	consumer := s.Entry.Name()
-	failures := 0
+	failures, invokes := 0, 0
+	limit := size // records handed over at once; bisection lowers it
 	for {
 		recs, err := s.Feed.Read(ctx, consumer, size)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err == nil && len(recs) < size && window > 0 {
+		if err == nil && len(recs) < size && window > 0 && failures == 0 {
 			// The batching window: gather up to a full batch before
 			// invoking. Reading again returns the same records first.
 			if !sleep(ctx, window) {
@@ -82,11 +102,26 @@ func (s *Stream) Run(ctx context.Context) error {
 		if err == nil && len(recs) == 0 {
 			continue
 		}
+		var failed []events.DynamoDBEventRecord
 		if err == nil {
 			var commit string
-			commit, err = s.deliverFiltered(ctx, filter, recs)
+			var n int
+			commit, failed, n, err = s.deliverFiltered(ctx, filter, recs, limit)
+			invokes += n
 			if ctx.Err() != nil {
 				return nil
+			}
+			if err != nil && len(failed) > 0 && s.Failures != nil {
+				if giveUp, why := s.givingUp(failures, failed, limit, now()); giveUp {
+					err = s.giveUp(ctx, why, invokes, failed, now())
+					if err == nil {
+						commit = failed[len(failed)-1].Change.SequenceNumber
+						failures, invokes, limit = 0, 0, size
+					}
+				} else if s.Trigger.BisectOnError && len(failed) > 1 {
+					limit = max(1, len(failed)/2)
+					failures-- // a split is not a retry
+				}
 			}
 			if commit != "" {
 				// Committing what the function acknowledged must not be
@@ -97,11 +132,12 @@ func (s *Stream) Run(ctx context.Context) error {
 			}
 		}
 		if err == nil {
-			failures = 0
+			// A bisected half went through: the rest at full size.
+			failures, invokes, limit = 0, 0, size
 			continue
 		}
 		failures++
-		wait := backoff.wait(failures)
+		wait := backoff.wait(max(failures, 1))
 		s.Log.ErrorContext(ctx, "stream batch failed; retrying", "function", consumer,
 			"records", len(recs), "attempt", failures, "retry_in", wait.String(), "err", err)
 		if !sleep(ctx, wait) {
@@ -110,28 +146,69 @@ func (s *Stream) Run(ctx context.Context) error {
 	}
 }
 
-// deliverFiltered hands the records that pass the trigger's filter to
-// deliver and returns the sequence number to commit ("" for none): records
-// the filter passes over are consumed as if acknowledged, as Lambda drops
-// them before it builds a batch, so a batch of only those invokes nothing.
-func (s *Stream) deliverFiltered(ctx context.Context, filter *Filter, recs []events.DynamoDBEventRecord) (string, error) {
+// givingUp reports whether a batch that just failed for the failures+1-th
+// time is given up on, and the condition: its retries are spent (a batch
+// that can still be split is split first), or its oldest record is too old.
+func (s *Stream) givingUp(failures int, failed []events.DynamoDBEventRecord, limit int, now time.Time) (bool, string) {
+	if age := s.Trigger.StreamMaxRecordAge(); age >= 0 {
+		if now.Sub(failed[0].Change.ApproximateCreationDateTime.Time) > time.Duration(age)*time.Second {
+			return true, streamredrive.RecordAgeExceeded
+		}
+	}
+	if s.Trigger.BisectOnError && len(failed) > 1 {
+		return false, ""
+	}
+	if r := s.Trigger.StreamRetries(); r >= 0 && failures >= r {
+		return true, streamredrive.RetriesExhausted
+	}
+	return false, ""
+}
+
+// giveUp sends the failed records' metadata to the on-failure queue.
+func (s *Stream) giveUp(ctx context.Context, why string, invokes int, failed []events.DynamoDBEventRecord, now time.Time) error {
+	f := streamredrive.NewFailure("", "arn:aws:lambda:local:000000000000:function:"+s.Entry.Name(), why, invokes, failed, now)
+	body, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	if err := s.Failures.Send(context.WithoutCancel(ctx), queue.Message{Body: string(body)}); err != nil {
+		return fmt.Errorf("send to the on-failure queue: %w", err)
+	}
+	s.Log.WarnContext(ctx, "stream batch given up; its metadata is in the on-failure queue", "function", s.Entry.Name(),
+		"condition", why, "first", f.Batch.StartSequenceNumber, "last", f.Batch.EndSequenceNumber, "records", len(failed))
+	return nil
+}
+
+// deliverFiltered hands the records that pass the trigger's filter, at
+// most limit of them, to deliver and returns the sequence number to commit
+// ("" for none), the records handed over that were not acknowledged (when
+// the invocation failed) and how many invocations it made: records the
+// filter passes over are consumed as if acknowledged, as Lambda drops them
+// before it builds a batch, so a batch of only those invokes nothing.
+func (s *Stream) deliverFiltered(ctx context.Context, filter *Filter, recs []events.DynamoDBEventRecord, limit int) (string, []events.DynamoDBEventRecord, int, error) {
 	var kept []events.DynamoDBEventRecord
 	var at []int // at[i] is kept[i]'s index in recs
 	for i, r := range recs {
 		ok, err := filter.MatchValue(r)
 		if err != nil {
-			return "", err
+			return "", nil, 0, err
 		}
 		if ok {
 			kept = append(kept, r)
 			at = append(at, i)
 		}
 	}
-	acked := 0
+	next := len(recs) // index in recs of the first record not handed over
+	if len(kept) > limit {
+		next = at[limit]
+		kept, at = kept[:limit], at[:limit]
+	}
+	acked, invokes := 0, 0
 	var err error
 	if len(kept) > 0 {
 		start := time.Now()
 		acked, err = s.deliver(ctx, kept)
+		invokes = 1
 		if err == nil {
 			// One line per batch the function took, as the gateway writes
 			// one per request; a failed batch has its own error line (Run).
@@ -141,14 +218,16 @@ func (s *Stream) deliverFiltered(ctx context.Context, filter *Filter, recs []eve
 		}
 	}
 	// Everything before the first kept record not acknowledged is consumed.
-	upTo := len(recs) - 1
+	upTo := next - 1
+	var failed []events.DynamoDBEventRecord
 	if acked < len(kept) {
 		upTo = at[acked] - 1
+		failed = kept[acked:]
 	}
 	if upTo < 0 {
-		return "", err
+		return "", failed, invokes, err
 	}
-	return recs[upTo].Change.SequenceNumber, err
+	return recs[upTo].Change.SequenceNumber, failed, invokes, err
 }
 
 // deliver invokes the function on one batch (trimmed to Lambda's payload

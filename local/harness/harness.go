@@ -211,6 +211,7 @@ type Harness struct {
 	schedule []*cloud.Schedule
 	mappings []*cloud.QueueMapping
 	queues   map[string]*queue.Memory
+	failures map[string]*queue.Memory // each stream trigger's on-failure queue
 	kinds    map[string][]routes.TriggerKind
 	closers  []func() error
 	log      *slog.Logger
@@ -234,6 +235,10 @@ func (h *Harness) Close() error {
 
 // Queue returns the named queue of the route table's queue table, or nil.
 func (h *Harness) Queue(name string) *queue.Memory { return h.queues[name] }
+
+// StreamFailures returns the on-failure queue of the named function's
+// stream trigger, or nil.
+func (h *Harness) StreamFailures(name string) *queue.Memory { return h.failures[name] }
 
 // TriggerKinds returns the kinds of the named function's triggers.
 func (h *Harness) TriggerKinds(name string) []routes.TriggerKind { return slices.Clone(h.kinds[name]) }
@@ -266,7 +271,8 @@ func New(o Options) (_ *Harness, err error) {
 		fns = append(fns, Function{Name: name, Handler: h, Config: routes.Config(name)})
 	}
 	fns = append(fns, o.Extra...)
-	h := &Harness{entries: map[string]*cloud.Entry{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}, networkKey: o.NetworkKey, queues: o.Queues}
+	h := &Harness{entries: map[string]*cloud.Entry{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}, networkKey: o.NetworkKey, queues: o.Queues,
+		failures: map[string]*queue.Memory{}}
 	if o.Store == nil {
 		h.closers = append(h.closers, st.(*memory.Store).Close)
 	}
@@ -292,7 +298,16 @@ func New(o Options) (_ *Harness, err error) {
 				if feed == nil {
 					return nil, fmt.Errorf("harness: function %q has a stream trigger but the store keeps no change feed", f.Name)
 				}
-				h.streams = append(h.streams, &cloud.Stream{Entry: e, Feed: feed, Trigger: t, Log: o.Log, Backoff: o.Backoff})
+				// The on-failure destination the deploy gives every stream
+				// mapping: what the mapping gives up on waits there for
+				// cmd/a2awire-redrive, as in AWS.
+				var fopts []queue.MemoryOption
+				if o.Now != nil {
+					fopts = append(fopts, queue.WithClock(o.Now))
+				}
+				fq := queue.NewMemory(queue.Config{VisibilityTimeout: time.Minute}, fopts...)
+				h.failures[f.Name] = fq
+				h.streams = append(h.streams, &cloud.Stream{Entry: e, Feed: feed, Trigger: t, Log: o.Log, Backoff: o.Backoff, Failures: fq, Now: o.Now})
 			case routes.ScheduleTrigger:
 				if _, err := cloud.ParseRate(t.Schedule); err != nil {
 					return nil, fmt.Errorf("harness: function %q: %w", f.Name, err)

@@ -145,6 +145,45 @@ type Trigger struct {
 	// never invokes the function, in AWS and locally alike: it is passed
 	// over, neither retried nor sent to the on-failure destination.
 	Filters []StreamFilter
+	// RetryAttempts is how many times a failed stream batch is retried
+	// (Lambda's MaximumRetryAttempts) before the mapping gives up on it
+	// and sends its metadata — shard, first and last sequence number — to
+	// the trigger's on-failure queue (StreamTrigger; 0 means
+	// DefaultStreamRetryAttempts). The harness's stream driver counts the
+	// same retries and writes the same record to its own failure queue.
+	RetryAttempts int
+	// MaxRecordAgeSeconds: a failed batch whose oldest record is older is
+	// given up on at once, as after its last retry (StreamTrigger; 0
+	// means DefaultStreamMaxRecordAgeSeconds). Shorter than the stream's
+	// 24 h, so a given-up batch stays re-readable for the rest of the day.
+	MaxRecordAgeSeconds int
+	// BisectOnError splits a failed stream batch in two before retrying
+	// it, so one record that keeps failing takes down only itself.
+	BisectOnError bool
+}
+
+// Stream failure defaults: the retries and record age a stream trigger
+// gets when its row leaves them unset. An hour of record age leaves 23 of
+// the stream's 24 hours to re-drive a given-up batch (cmd/a2awire-redrive).
+const (
+	DefaultStreamRetryAttempts       = 5
+	DefaultStreamMaxRecordAgeSeconds = 3600
+)
+
+// StreamRetries is the trigger's RetryAttempts, or the default.
+func (t Trigger) StreamRetries() int {
+	if t.RetryAttempts == 0 {
+		return DefaultStreamRetryAttempts
+	}
+	return t.RetryAttempts
+}
+
+// StreamMaxRecordAge is the trigger's MaxRecordAgeSeconds, or the default.
+func (t Trigger) StreamMaxRecordAge() int {
+	if t.MaxRecordAgeSeconds == 0 {
+		return DefaultStreamMaxRecordAgeSeconds
+	}
+	return t.MaxRecordAgeSeconds
 }
 
 // StreamFilter is one filter of a stream trigger: a record matches when
@@ -430,8 +469,14 @@ var functions = []Function{
 	// NETWORK_SIGNING_KEY (the network's Ed25519 seed, for v1a) is filled
 	// by the deploy from a secret.
 	{Name: "webhook-dispatcher", Builder: "functions/webhook-dispatcher/dispatcher.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadOnly,
-		Sends:    []string{DeliveryQueue},
-		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 10, ReportBatchItemFailures: true, Filters: []StreamFilter{EventInserts()}}}},
+		Sends: []string{DeliveryQueue},
+		// A batch the dispatcher keeps failing on (the delivery queue or
+		// the table unreachable) is retried 10 times with bisection; after
+		// that, or once its oldest record is an hour old, its metadata goes
+		// to the on-failure queue and cmd/a2awire-redrive replays it from
+		// the stream, which still holds it for the rest of the 24 hours.
+		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 10, ReportBatchItemFailures: true, Filters: []StreamFilter{EventInserts()},
+			RetryAttempts: 10, MaxRecordAgeSeconds: 3600, BisectOnError: true}}},
 	{Name: "webhook-deliver", Builder: "functions/webhook-deliver/deliverer.Build", MemoryMB: 256, TimeoutSeconds: 15, Table: ReadWrite,
 		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
 		Sends:    []string{DeliveryQueue},

@@ -39,6 +39,10 @@ type Options struct {
 	Deliver func(context.Context, ...world.Event) error
 	// Timeout bounds the wait for one event's deliveries; 0 means 10 s.
 	Timeout time.Duration
+	// OneListener serves every receiver from one listener, each on its
+	// own path (/r/<i>): as many endpoints (URLs, each with its own
+	// concurrency cap) as receivers, without a socket each, so 10,000 fit.
+	OneListener bool
 }
 
 // Result is what a measurement saw.
@@ -88,21 +92,39 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		wg.Wait()
 	}()
-	for i := range o.Receivers {
+	listen := func() (string, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return Result{}, fmt.Errorf("fanout: receiver %d: %w", i, err)
+			return "", err
 		}
 		s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		servers = append(servers, s)
 		wg.Go(func() { _ = s.Serve(ln) })
-		id := fmt.Sprintf("aw:fanout-%04d", i)
+		return "http://" + ln.Addr().String(), nil
+	}
+	var shared string
+	if o.OneListener {
+		var err error
+		if shared, err = listen(); err != nil {
+			return Result{}, fmt.Errorf("fanout: listener: %w", err)
+		}
+	}
+	for i := range o.Receivers {
+		url := shared + fmt.Sprintf("/r/%d", i)
+		if !o.OneListener {
+			base, err := listen()
+			if err != nil {
+				return Result{}, fmt.Errorf("fanout: receiver %d: %w", i, err)
+			}
+			url = base + "/"
+		}
+		id := fmt.Sprintf("aw:fanout-%05d", i)
 		// A webhook needs a member: the stand-in agent gets the member
 		// item a join writes, without a key behind it.
 		if _, err := o.Store.Write(ctx, store.Put(world.MemberKey(o.World, id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
 			return Result{}, fmt.Errorf("fanout: member %d: %w", i, err)
 		}
-		if _, err := hooks.Set(ctx, o.World, id, "http://"+ln.Addr().String()+"/"); err != nil {
+		if _, err := hooks.Set(ctx, o.World, id, url); err != nil {
 			return Result{}, fmt.Errorf("fanout: webhook %d: %w", i, err)
 		}
 	}

@@ -51,6 +51,32 @@ func TestFanOutThroughFeed(t *testing.T) {
 	t.Logf("100 receivers × 3 events: p50 %v, p99 %v, max %v, %.0f deliveries/s", r.P50, r.P99, r.Max, r.PerSecond)
 }
 
+// TestFanOutOneListener: receivers on one listener, each its own path
+// (and so its own endpoint), all get the event.
+func TestFanOutOneListener(t *testing.T) {
+	st := memory.New()
+	defer st.Close()
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := fanout.Run(t.Context(), fanout.Options{Store: st, Receivers: 50, OneListener: true, Deliver: d.Dispatch})
+	if err != nil || r.Deliveries != 50 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	hooks, err := d.Store().Enabled(t.Context(), "fanout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := map[string]bool{}
+	for _, h := range hooks {
+		urls[h.URL] = true
+	}
+	if len(urls) != 50 {
+		t.Fatalf("%d distinct webhook URLs, want 50", len(urls))
+	}
+}
+
 // TestFanOutDirect: with Deliver set, the events are delivered by the
 // caller's Dispatcher (no feed), and a missing delivery is an error.
 func TestFanOutDirect(t *testing.T) {

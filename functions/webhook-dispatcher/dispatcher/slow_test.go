@@ -20,17 +20,17 @@ import (
 // TestSlowEndpointsDoNotDelayTheFastOne: 50 members' endpoints never
 // answer (each attempt runs into the 5 s timeout) and one answers at once.
 // Through the path an event takes in AWS — the dispatcher's stream trigger
-// on the memory engine's feed, the delivery queue, the deliverer's queue
-// trigger with the route table's settings — every event reaches the fast
-// endpoint within 1 s of its commit (the slowest of 10, so the p99 too).
-// Events come every 200 ms for 2 s; the slow attempts still hang when the
-// test ends, about 3 s in all. (On DynamoDB Local's stream the same run
-// misses the bound on the shared test machine, where every table call of
-// the delivery path takes hundreds of milliseconds under load; see the
-// report in docs/webhooks.md.)
+// on the engine's change feed (memory's own; DynamoDB Local's real table
+// stream, read with the Streams API as Lambda reads it), the delivery
+// queue, the deliverer's queue trigger with the route table's settings —
+// every event reaches the fast endpoint within 1 s of its commit: the
+// slowest of 10 is checked, so the p99 is within 1 s too. Events come
+// every 200 ms for 2 s; the slow attempts still hang when the test ends,
+// about 3 s in all on memory, 5 s on DynamoDB Local. Bolt is left out: its
+// feed is memory's path with fsyncs, and the claim is about the stream.
 func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 	for _, eng := range stores.All(local) {
-		if eng.Name != "memory" {
+		if eng.Name == "bolt" {
 			continue
 		}
 		t.Run(eng.Name, func(t *testing.T) {
@@ -131,9 +131,10 @@ func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 				}
 			}
 			slices.Sort(lat)
-			t.Logf("%s: commit → fast delivery over %d events with 50 hanging endpoints: median %v, slowest %v", eng.Name, n, lat[n/2], lat[n-1])
-			if lat[n-1] > time.Second {
-				t.Errorf("slowest commit → delivery %v, want within 1 s (all: %v)", lat[n-1], lat)
+			p99 := lat[(n*99+99)/100-1] // nearest rank: of 10, the slowest
+			t.Logf("%s: commit → fast delivery over %d events with 50 hanging endpoints: median %v, p99 %v", eng.Name, n, lat[n/2], p99)
+			if p99 > time.Second {
+				t.Errorf("p99 commit → delivery %v, want within 1 s (all: %v)", p99, lat)
 			}
 		})
 	}

@@ -586,3 +586,10 @@ func streamValue(v types.AttributeValue) (ddbtypes.AttributeValue, error) {
 	}
 	return nil, fmt.Errorf("stream attribute value %T: %w", v, store.ErrInvalid)
 }
+
+// Convert turns an SDK stream record of the stream arn into the record
+// Lambda delivers, as the feed does (the re-drive of given-up batches reads
+// records back with it).
+func Convert(arn string, r types.Record) (events.DynamoDBEventRecord, error) {
+	return (&Feed{arn: arn}).convert(r)
+}

@@ -1,0 +1,102 @@
+// Package scalemodel is the scale model of docs/scale.md written as code:
+// the write units each hot operation spends on each partition key, so the
+// document's figures and the simulation that checks them
+// (TestSimulationMatchesModel, on DynamoDB Local) read the same numbers.
+//
+// Units follow DynamoDB on-demand billing for items under 1 KB: a lone
+// PutItem, UpdateItem or DeleteItem is 1 write unit on its key; every
+// action of a TransactWriteItems, a ConditionCheck included, is 2. A key is
+// a partition key of the table (or of gsi1, prefixed "gsi1:"), with the
+// variable parts named (<world>, <to>), as docs/storage.md names them.
+package scalemodel
+
+import "sort"
+
+// PartitionWriteUnits is DynamoDB's write throughput per partition, and
+// so the most one partition key can take while its items share one
+// partition (a single item never splits).
+const PartitionWriteUnits = 1000
+
+// Workload is one operation at a rate, and what it writes.
+type Workload struct {
+	Name string
+	// Rate is operations per second.
+	Rate float64
+	// Units is write units per operation on each key.
+	Units map[string]float64
+}
+
+// KeyLoad is the write units per second a workload puts on one key.
+type KeyLoad struct {
+	Key   string
+	Units float64
+	// Over is Units ÷ PartitionWriteUnits: above 1 the key throttles.
+	Over float64
+}
+
+// Loads returns w's load on every key, hottest first (ties by key).
+func (w Workload) Loads() []KeyLoad {
+	var ls []KeyLoad
+	for k, u := range w.Units {
+		ls = append(ls, KeyLoad{Key: k, Units: u * w.Rate, Over: u * w.Rate / PartitionWriteUnits})
+	}
+	sort.Slice(ls, func(i, j int) bool {
+		if ls[i].Units != ls[j].Units {
+			return ls[i].Units > ls[j].Units
+		}
+		return ls[i].Key < ls[j].Key
+	})
+	return ls
+}
+
+// The workloads of docs/scale.md, each a function so no caller can change
+// the model under another. Per-agent keys of the request's authentication
+// (NONCE#<keyid> 1 unit, RATE#<world>#<awnId> 1 unit) are left out: they
+// spread over the senders.
+
+// WorldEvents is one world taking 5,000 submitted actions a second:
+// each is one transaction of the member's ConditionCheck, the event
+// and the world's event head (shared/world, Log.Commit).
+func WorldEvents() Workload {
+	return Workload{Name: "world at 5,000 events/s", Rate: 5000, Units: map[string]float64{
+		"WORLD#<world>":     2,
+		"EVENTS#<world>":    2,
+		"EVENTHEAD#<world>": 2,
+	}}
+}
+
+// InboxMessages is one recipient getting 1,000 messages a second:
+// each send is one transaction of the recipient's and the sender's
+// member checks, the message, its private message.received event and
+// the world's event head (shared/inbox, Send).
+func InboxMessages() Workload {
+	return Workload{Name: "inbox at 1,000 messages/s", Rate: 1000, Units: map[string]float64{
+		"WORLD#<world>":       4,
+		"INBOX#<world>#<to>":  2,
+		"EVENTS#<world>#<to>": 2,
+		"EVENTHEAD#<world>":   2,
+	}}
+}
+
+// FanOut is one public event delivered to 10,000 webhooks, taken at
+// the rate the deliverer reaches (row 7b measured about 1,000 a second
+// on 2 cores; in AWS up to 100 invocations × 10 deliveries at once):
+// each delivery updates its webhook's counters (an UpdateItem on the
+// world's partition); the event itself is written once.
+func FanOut() Workload {
+	return Workload{Name: "one public event to 10,000 webhooks, 1,000 deliveries/s", Rate: 1000, Units: map[string]float64{
+		"WORLD#<world>": 1,
+	}}
+}
+
+// RegistryJoins is a 100,000-world registry in which each world sees
+// a join or a leave every 100 s (1,000 a second in all): each changes
+// the world's member count on its listing items, and the
+// members-ordered listing's gsi1 sort key with it (a delete and a put
+// in the index), in gsi1 partitions every world shares.
+func RegistryJoins() Workload {
+	return Workload{Name: "100,000 worlds, a join or leave per world every 100 s", Rate: 1000, Units: map[string]float64{
+		"gsi1:WORLDS#mem#*": 2,
+		"gsi1:WORLDS#new#*": 1,
+	}}
+}

@@ -1,0 +1,287 @@
+package scalemodel_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/egress"
+	"github.com/a2awire/a2awire/shared/inbox"
+	"github.com/a2awire/a2awire/shared/scalemodel"
+	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/webhook"
+	"github.com/a2awire/a2awire/shared/world"
+)
+
+var local *dynamolocal.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(dynamolocal.Main(m, func(s *dynamolocal.Server) { local = s }))
+}
+
+// meter counts the write units each successful Write spends per partition
+// key, as DynamoDB on-demand bills items under 1 KB: a lone write is 1 unit,
+// each action of a transaction (ConditionCheck included) 2. An action on an
+// item in gsi1 (which projects every attribute) also writes the index: 1
+// unit on its gsi1 partition when the item stays at its index key, 1 to
+// delete the old entry and 1 to put the new one when the index key moves
+// (an entry appearing or going is 1). The old item is read before the
+// write for that, so the meter is for sequential use. Keys are named with
+// names (concrete → pattern, e.g. "sim" → "<world>").
+type meter struct {
+	store.Store
+	names []string // old, new pairs for strings.NewReplacer
+	mu    sync.Mutex
+	units map[string]float64
+}
+
+// indexKey is an item's gsi1 key ("" pk when it is not in the index).
+type indexKey struct{ pk, sk string }
+
+func (m *meter) Write(ctx context.Context, actions ...store.Action) ([]store.Item, error) {
+	type move struct{ from, to indexKey }
+	var moves []move
+	for _, a := range actions {
+		if a.Kind == store.CheckAction {
+			continue
+		}
+		old, err := m.Store.Get(ctx, a.Key)
+		if err != nil {
+			old = store.Item{}
+		}
+		from := indexKey{old.Str(store.AttrGSI1PK), old.Str(store.AttrGSI1SK)}
+		var to indexKey
+		switch a.Kind {
+		case store.PutAction:
+			to = indexKey{a.Item.Str(store.AttrGSI1PK), a.Item.Str(store.AttrGSI1SK)}
+		case store.UpdateAction:
+			to = from
+			if pk := a.Set.Str(store.AttrGSI1PK); pk != "" {
+				to.pk = pk
+			}
+			if sk := a.Set.Str(store.AttrGSI1SK); sk != "" {
+				to.sk = sk
+			}
+			if slices.Contains(a.Remove, store.AttrGSI1PK) || slices.Contains(a.Remove, store.AttrGSI1SK) {
+				to = indexKey{}
+			}
+		}
+		moves = append(moves, move{from, to})
+	}
+	res, err := m.Store.Write(ctx, actions...)
+	if err != nil {
+		return res, err
+	}
+	per := 1.0
+	if len(actions) > 1 {
+		per = 2
+	}
+	r := strings.NewReplacer(m.names...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range actions {
+		m.units[r.Replace(a.Key.PK)] += per
+	}
+	for _, mv := range moves {
+		switch {
+		case mv.from.pk != "" && mv.from == mv.to:
+			m.units["gsi1:"+mv.to.pk]++
+		default:
+			if mv.from.pk != "" {
+				m.units["gsi1:"+mv.from.pk]++
+			}
+			if mv.to.pk != "" {
+				m.units["gsi1:"+mv.to.pk]++
+			}
+		}
+	}
+	return res, nil
+}
+
+// take returns the units counted since the last take and resets them.
+func (m *meter) take() map[string]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.units
+	m.units = map[string]float64{}
+	return u
+}
+
+func key(n int) ed25519.PublicKey {
+	seed := make([]byte, ed25519.SeedSize)
+	copy(seed, fmt.Sprintf("scalemodel-key-%d", n))
+	return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+}
+
+// TestSimulationMatchesModel runs each workload of the model at a
+// scaled-down count, one operation after another, through the domain
+// code on DynamoDB Local, counts the write units per partition key, and
+// checks the model: each key the model names gets its units per operation
+// (within 5 %: a commit that found the head ahead writes again, a real
+// cost), and no key the model leaves out gets more than a tenth of the
+// hottest key's units. The counts are logged next to the model's for
+// docs/scale.md. Rates are not simulated: units per operation times the
+// rate is the load, and that product is the model's arithmetic.
+func TestSimulationMatchesModel(t *testing.T) {
+	const n = 50
+	// Joined an hour before the events' clock, so the world's event head
+	// never runs ahead of an event's id: a commit writes once.
+	before := func() time.Time { return time.Now().Add(-time.Hour) }
+	alice, bob := auth.AWNID(key(1)), auth.AWNID(key(2))
+	sims := []struct {
+		w   scalemodel.Workload
+		run func(t *testing.T, m *meter) int // sets up, m.take()s, runs; returns operations
+	}{
+		{scalemodel.WorldEvents(), func(t *testing.T, m *meter) int {
+			ctx := t.Context()
+			s := world.New(m, world.WithClock(before))
+			create(t, s, "sim")
+			join(t, s, "sim", key(1))
+			s = world.New(m)
+			m.take()
+			for i := range n {
+				if _, err := s.SubmitAction(ctx, "sim", alice, "move", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return n
+		}},
+		{scalemodel.InboxMessages(), func(t *testing.T, m *meter) int {
+			s := world.New(m, world.WithClock(before))
+			create(t, s, "sim")
+			join(t, s, "sim", key(1), key(2))
+			b := inbox.New(m)
+			m.take()
+			for i := range n {
+				if _, err := b.Send(t.Context(), "sim", alice, bob, json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return n
+		}},
+		{scalemodel.FanOut(), func(t *testing.T, m *meter) int {
+			ctx := t.Context()
+			var got sync.WaitGroup
+			got.Add(n)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNoContent)
+				got.Done()
+			}))
+			defer srv.Close()
+			d, err := webhook.NewDispatcher(webhook.Config{Store: m, Client: egress.NewClient(egress.Options{AllowLoopback: true, AllowHTTP: true})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				id := fmt.Sprintf("aw:r%03d", i)
+				if _, err := m.Write(ctx, store.Put(world.MemberKey("sim", id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := d.Store().Set(ctx, "sim", id, fmt.Sprintf("%s/r/%d", srv.URL, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ids := world.NewIDs()
+			ev, err := ids.NewEvent("sim", world.PresenceChanged, world.Public, "", map[string]any{"sim": true}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev, err = world.NewLog(m, ids, nil).Commit(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			m.take()
+			if err := d.Dispatch(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			got.Wait()
+			return n // deliveries
+		}},
+		{scalemodel.RegistryJoins(), func(t *testing.T, m *meter) int {
+			const worlds = 10
+			s := world.New(m)
+			for w := range worlds {
+				if _, _, err := s.PutWorld(t.Context(), world.Manifest{ID: fmt.Sprintf("reg%d", w), Description: "a simulated world"}, key(0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.take()
+			for i := range n {
+				join(t, s, fmt.Sprintf("reg%d", i%worlds), key(10+i))
+			}
+			return n
+		}},
+	}
+	for _, sim := range sims {
+		t.Run(sim.w.Name, func(t *testing.T) {
+			client, table := dynamolocal.NewTable(t, local)
+			m := &meter{Store: dynamo.New(client, table), names: []string{"sim", "<world>", bob, "<to>"}, units: map[string]float64{}}
+			ops := float64(sim.run(t, m))
+			got := m.take()
+			hottest := 0.0
+			for k, want := range sim.w.Units {
+				per := got[k] / ops
+				t.Logf("%-22s simulated %6.0f units / %3.0f ops = %.2f per op; model %.2f", k, got[k], ops, per, want)
+				if math.Abs(per-want) > 0.05*want {
+					t.Errorf("%s: %.2f units per operation, the model says %.2f", k, per, want)
+				}
+				hottest = max(hottest, got[k])
+			}
+			var others []string
+			for k := range got {
+				if _, ok := sim.w.Units[k]; !ok {
+					others = append(others, k)
+				}
+			}
+			sort.Strings(others)
+			left := 0.0
+			for _, k := range others {
+				left += got[k]
+				// The registry's joins write their own world's and agent's
+				// partitions too: those spread over 100,000 worlds and their
+				// agents, so only gsi1 keys are held to the model there.
+				if sim.w.Name == scalemodel.RegistryJoins().Name && !strings.HasPrefix(k, "gsi1:") {
+					continue
+				}
+				t.Logf("%-22s simulated %6.0f units (left out of the model)", k, got[k])
+				if got[k] > hottest/10 {
+					t.Errorf("%s: %.0f units, more than a tenth of the model's hottest key (%.0f), and the model leaves it out", k, got[k], hottest)
+				}
+			}
+			t.Logf("%d other keys, %.0f units in all", len(others), left)
+			for _, l := range sim.w.Loads() {
+				t.Logf("at %.0f/s: %-22s %8.0f units/s, %.1f× a partition's %d", sim.w.Rate, l.Key, l.Units, l.Over, scalemodel.PartitionWriteUnits)
+			}
+		})
+	}
+}
+
+func create(t *testing.T, s *world.Service, id string) {
+	t.Helper()
+	m := world.Manifest{ID: id, Description: "a simulated world", Actions: []world.ActionSpec{{Name: "move", Description: "moves"}}}
+	if _, _, err := s.PutWorld(t.Context(), m, key(0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func join(t *testing.T, s *world.Service, id string, keys ...ed25519.PublicKey) {
+	t.Helper()
+	for _, k := range keys {
+		if _, _, err := s.Join(t.Context(), id, k, nil); err != nil {
+			t.Fatalf("join %s: %v", id, err)
+		}
+	}
+}
