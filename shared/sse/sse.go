@@ -48,10 +48,19 @@ var errLineBreak = errors.New("sse: a line break in an id or event name")
 // Event writes one event: id (empty: none), its type (empty: "message")
 // and data, then the blank line that dispatches it.
 func (s *Writer) Event(id, event string, data []byte) error {
+	if err := s.Add(id, event, data); err != nil {
+		return err
+	}
+	return s.Send()
+}
+
+// Add is Event without the sending: the event waits in the writer until
+// Send (or the next Event, Comment or Retry), so that a page of events is
+// one Write and one flush rather than one each.
+func (s *Writer) Add(id, event string, data []byte) error {
 	if strings.ContainsAny(id, "\r\n\x00") || strings.ContainsAny(event, "\r\n") {
 		return errLineBreak
 	}
-	s.buf.Reset()
 	if id != "" {
 		s.buf.WriteString("id: " + id + "\n")
 	}
@@ -64,31 +73,35 @@ func (s *Writer) Event(id, event string, data []byte) error {
 		s.buf.WriteByte('\n')
 	}
 	s.buf.WriteByte('\n')
-	return s.send()
+	return nil
 }
 
 // Comment writes a comment line (": text"), which readers ignore: a
 // heartbeat that keeps the connection and the intermediaries awake.
 func (s *Writer) Comment(text string) error {
-	s.buf.Reset()
 	for _, line := range splitLines([]byte(text)) {
 		s.buf.WriteString(": ")
 		s.buf.Write(line)
 		s.buf.WriteByte('\n')
 	}
 	s.buf.WriteByte('\n')
-	return s.send()
+	return s.Send()
 }
 
 // Retry tells the reader how long to wait before it reconnects.
 func (s *Writer) Retry(d time.Duration) error {
-	s.buf.Reset()
 	fmt.Fprintf(&s.buf, "retry: %d\n\n", d.Milliseconds())
-	return s.send()
+	return s.Send()
 }
 
-func (s *Writer) send() error {
-	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+// Send writes what Add left waiting, if anything, and flushes it.
+func (s *Writer) Send() error {
+	if s.buf.Len() == 0 {
+		return nil
+	}
+	_, err := s.w.Write(s.buf.Bytes())
+	s.buf.Reset()
+	if err != nil {
 		return err
 	}
 	return s.flush()

@@ -178,9 +178,15 @@ func (s *stream) run(ctx context.Context, w http.ResponseWriter) error {
 			return fmt.Errorf("read events: %w", err)
 		}
 		for _, e := range evs {
-			if err := out.Event(e.ID, e.Type, eventJSON(e)); err != nil {
-				return nil // the client is gone; it resumes from what it got
+			if err := out.Add(e.ID, e.Type, eventJSON(e)); err != nil {
+				// An id or type the format cannot carry: the store
+				// holds no such event (ULIDs, dotted names).
+				return fmt.Errorf("event %q: %w", e.ID, err)
 			}
+		}
+		// A page is one Write and one flush.
+		if err := out.Send(); err != nil {
+			return nil // the client is gone; it resumes from what it got
 		}
 		if len(evs) == world.MaxEventLimit {
 			continue // a backlog: read on at once
