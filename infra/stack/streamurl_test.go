@@ -8,6 +8,8 @@ import (
 
 	"github.com/a2awire/a2awire/infra/stack"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store/schema"
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 )
 
 // apiRoutes is the routes of p the HTTP API serves: every one but the
@@ -106,5 +108,32 @@ func checkStreamURLs(t *testing.T, s *synthesized) {
 		case hasStream && (!strings.Contains(string(got), `"https://"`) || !strings.Contains(string(got), `["`+streamURL+`","FunctionUrl"]`)):
 			t.Errorf("%s: %s=%s, want https:// and the host of %s's URL", fn.Name, stack.StreamBaseURLEnv, got, streamURL)
 		}
+	}
+}
+
+// TestStreamingTimeout: a function serving routes may run past API
+// Gateway's 30 s only when it streams (its routes are its URL's).
+func TestStreamingTimeout(t *testing.T) {
+	assets := t.TempDir()
+	props := func(streaming bool) stack.Props {
+		fn := routes.DefaultFunction("fn-s")
+		fn.TimeoutSeconds, fn.Streaming = 900, streaming
+		return stack.Props{
+			Stage:     "dev",
+			Routes:    []routes.Route{{Method: "GET", Path: "/s", Function: "fn-s"}},
+			Functions: []routes.Function{fn},
+			Table:     schema.Default(),
+			AssetDir:  func(string) string { return assets },
+		}
+	}
+	if _, err := stack.New(awscdk.NewApp(nil), props(false)); err == nil || !strings.Contains(err.Error(), "timeout 900 s serves routes") {
+		t.Errorf("a 900 s function behind the API: %v", err)
+	}
+	s, err := stack.New(awscdk.NewApp(nil), props(true))
+	if err != nil {
+		t.Fatalf("a 900 s streaming function: %v", err)
+	}
+	if _, ok := s.StreamURLs["fn-s"]; !ok {
+		t.Error("the streaming function has no URL")
 	}
 }
