@@ -38,6 +38,11 @@ func routeEvents() ([]File, error) {
 	var out []File
 	seen := map[string]bool{}
 	for _, r := range routes.All() {
+		if routes.Config(r.Function).Streaming {
+			// A function URL's event, not API Gateway's, and an answer
+			// that lasts minutes: no sample for `make invoke`.
+			continue
+		}
 		method := r.Method
 		if method == "ANY" {
 			method = http.MethodPost

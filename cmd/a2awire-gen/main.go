@@ -169,6 +169,16 @@ func mainFile(name string, b builder) ([]byte, error) {
 		fmt.Fprintf(&buf, "\t%q\n", imp)
 	}
 	buf.WriteString(")\n\n")
+	if routes.Config(name).Streaming {
+		// A streaming function's main serves its handler through a
+		// function URL in RESPONSE_STREAM mode (lambdaurl).
+		if table {
+			fmt.Fprintf(&buf, "func main() { lambdamain.RunStreamWithTable(%q, %s.%s, dynamo.FromEnv) }\n", name, b.pkg, b.fn)
+		} else {
+			fmt.Fprintf(&buf, "func main() { lambdamain.RunStream(%q, %s.%s) }\n", name, b.pkg, b.fn)
+		}
+		return format.Source(buf.Bytes())
+	}
 	if table {
 		fmt.Fprintf(&buf, "func main() { lambdamain.RunWithTable(%q, %s.%s, dynamo.FromEnv) }\n", name, b.pkg, b.fn)
 	} else {
@@ -194,6 +204,12 @@ func harnessFile(names []string, bs map[string]builder) ([]byte, error) {
 	}
 	buf.WriteString(")\n\n// builders returns the builder of every function of the route table, by name.\nfunc builders() map[string]function.Builder {\n\treturn map[string]function.Builder{\n")
 	for _, name := range names {
+		if routes.Config(name).Streaming {
+			// The list holds Builders; a StreamBuilder builds the
+			// http.Handler the harness calls directly.
+			fmt.Fprintf(&buf, "\t\t%q: function.StreamBuilder(%s.%s).Builder(),\n", name, bs[name].pkg, bs[name].fn)
+			continue
+		}
 		fmt.Fprintf(&buf, "\t\t%q: %s.%s,\n", name, bs[name].pkg, bs[name].fn)
 	}
 	buf.WriteString("\t}\n}\n")

@@ -332,6 +332,21 @@ func TestWorldEndToEnd(t *testing.T) {
 	if got.Type != "message.received" || got.Visibility != "private" || !strings.Contains(string(got.Data), a.AWNID) {
 		t.Errorf("followed: %s", rn.stdout.String())
 	}
+	// The harness serves the event stream, so --follow read it.
+	if strings.Contains(rn.stderr.String(), "long-polling instead") {
+		t.Errorf("follow fell back to long-poll with the stream served:\n%s", rn.stderr.String())
+	}
+	// With --stream-url naming no stream, --follow long-polls from the
+	// same cursor and still gets the event.
+	rn = start(t, b.env, "events", "lobby", "--follow", "--json", "--after", page.Cursor, "--stream-url", "http://127.0.0.1:1")
+	deadline = time.Now().Add(20 * time.Second)
+	for !strings.Contains(rn.stdout.String(), "message.received") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rn.cancel()
+	if code := rn.wait(t); code != 0 || !strings.Contains(rn.stderr.String(), "long-polling instead") || !strings.Contains(rn.stdout.String(), "message.received") {
+		t.Errorf("follow without a stream: exit %d, stdout %s, stderr:\n%s", code, rn.stdout.String(), rn.stderr.String())
+	}
 
 	// Leaving ends the membership.
 	if r = awn(t, b.env, "leave", "lobby"); r.code != 0 || r.stdout != "left lobby\n" {

@@ -40,6 +40,10 @@ type eventsFlags struct {
 	limit    int
 	limitSet bool
 	follow   bool
+	// streamURL is where the event stream is served, when not at the
+	// registry's URL (in AWS: the stream function's URL).
+	streamURL string
+	noStream  bool
 }
 
 func (a *app) eventsCommand() *cobra.Command {
@@ -51,10 +55,14 @@ func (a *app) eventsCommand() *cobra.Command {
 for members, and its own private ones) after --after, one per line:
 the event id (a cursor for --after), when, the type and its data.
 
---follow keeps polling (each poll waits up to 20 s on the server) and prints
-events as they arrive until Ctrl-C; when the server is busy or rate limits
-it, awn waits as long as it is asked (Retry-After) and goes on from the same
-cursor. With --json, --follow prints one JSON object per line.`,
+--follow reads the world's event stream (GET …/events/stream, Server-Sent
+Events; --stream-url when it is served elsewhere than --url, as in AWS,
+where the stack's StreamUrl output names it), reopening it after the last
+event printed whenever it ends, and prints events as they arrive until
+Ctrl-C. When no stream answers (or with --no-stream) it long-polls instead
+(each poll waits up to 20 s on the server) from the same cursor; when the
+server is busy or rate limits it, awn waits as long as it is asked
+(Retry-After). With --json, --follow prints one JSON object per line.`,
 		Example: `  awn events lobby
   awn events lobby --follow --json`,
 		Args: cobra.ExactArgs(1),
@@ -67,6 +75,8 @@ cursor. With --json, --follow prints one JSON object per line.`,
 	fl.StringVar(&f.after, "after", "", "only events after this event id")
 	fl.IntVar(&f.limit, "limit", 0, "at most this many events per answer, 1 to 100 (default: the server's)")
 	fl.BoolVar(&f.follow, "follow", false, "keep waiting for new events until Ctrl-C")
+	fl.StringVar(&f.streamURL, "stream-url", "", "with --follow: the base URL of the event stream (default: --url)")
+	fl.BoolVar(&f.noStream, "no-stream", false, "with --follow: long-poll, never the event stream")
 	return cmd
 }
 
@@ -166,6 +176,21 @@ func compactRaw(raw []byte) string {
 func (a *app) follow(ctx context.Context, w *worldClient, world string, f eventsFlags) error {
 	fmt.Fprintf(a.stderr, "waiting for events in %s… (Ctrl-C to stop)\n", world)
 	cursor, backoff, polled := f.after, firstBackoff, false
+	if !f.noStream {
+		base := f.streamURL
+		if base == "" {
+			base = w.base
+		}
+		var err error
+		cursor, err = a.followStream(ctx, w, base, world, cursor)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if !errors.Is(err, errNoStream) {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "awn: %v; long-polling instead\n", err)
+	}
 	path := worldPath(world, "events")
 	for {
 		_, data, err := w.call(ctx, http.MethodGet, path, eventsQuery(cursor, f.limit, pollWait), nil)

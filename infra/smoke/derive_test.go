@@ -159,6 +159,13 @@ func derive(name string) ([]invocation, error) {
 			out = append(out, invocation{what: what, method: method, path: path, body: body, respond: answered(what)})
 			continue
 		}
+		if routes.Streamed(name) {
+			// A function URL's streaming answer: only refusals, which
+			// come before the stream starts (an admitted stream runs
+			// until its function's limit).
+			out = append(out, streamRefusals(what, method, path)...)
+			continue
+		}
 		key, err := signerFor(r)
 		if err != nil {
 			return nil, fmt.Errorf("function %s, route %s: %w", name, r.Key(), err)
@@ -328,5 +335,31 @@ func TestDerive(t *testing.T) {
 	}
 	if got := samplePath("/v0/worlds/{world}/things/{thing}/{rest+}"); got != "/v0/worlds/lobby/things/smoke/smoke" {
 		t.Errorf("samplePath = %q", got)
+	}
+}
+
+// streamRefusals are a streaming function's route invoked as its function
+// URL invokes it (the same v2 request shape, which lambdaurl reads), unsigned
+// and signed by a non-member: each answer is lambdaurl's streamed response
+// (a JSON prelude with the status, eight NUL bytes, the body) carrying the
+// world's error.
+func streamRefusals(what, method, path string) []invocation {
+	refusal := func(who string, key ed25519.PrivateKey, status int, code string) invocation {
+		inv := invocation{what: what + " " + who, method: method, path: path, key: key}
+		inv.event = func(t *testing.T) any { return signedEvent(t, inv) }
+		inv.checkRaw = func(t *testing.T, raw []byte) {
+			prelude, body, ok := bytes.Cut(raw, make([]byte, 8))
+			var head struct {
+				StatusCode int `json:"statusCode"`
+			}
+			if !ok || json.Unmarshal(prelude, &head) != nil || head.StatusCode != status || !bytes.Contains(body, []byte(`"code":"`+code+`"`)) {
+				t.Errorf("%s: %q, want a streamed %d %s", inv.what, raw, status, code)
+			}
+		}
+		return inv
+	}
+	return []invocation{
+		refusal("unsigned", nil, 401, "UNAUTHORIZED"),
+		refusal("signed by a non-member", smokeOutsider, 401, "NOT_JOINED"),
 	}
 }

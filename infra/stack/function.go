@@ -197,6 +197,9 @@ func (s *Stack) addFunction(fn routes.Function, access routes.Access, table sche
 		if k == NetworkSigningKeyEnv && v == "" && s.signingSecret != "" {
 			v = SigningKeyReference(s.signingSecret)
 		}
+		if k == StreamBaseURLEnv && v == "" {
+			continue // the stream's function URL, once it exists (streamurl.go)
+		}
 		if k == BaseURLEnv && v == "" {
 			// The stage URL depends on the API's id only, not on its
 			// routes, so the functions the routes integrate can hold it.

@@ -132,6 +132,8 @@ type Stack struct {
 	// publicURL is the network's base URL: the custom domain's, else the
 	// stage's.
 	publicURL *string
+	// StreamURLs holds the function URL of each streaming function.
+	StreamURLs map[string]awslambda.FunctionUrl
 
 	networkKey string
 	// signingSecret is Props.NetworkSigningKeySecret.
@@ -170,6 +172,7 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 		FailureQueues: map[string]awssqs.Queue{},
 		Queues:        map[string]awssqs.Queue{},
 		Reserved:      reservations(props),
+		StreamURLs:    map[string]awslambda.FunctionUrl{},
 		networkKey:    props.NetworkPublicKey,
 		signingSecret: props.NetworkSigningKeySecret,
 	}
@@ -185,8 +188,13 @@ func New(scope constructs.Construct, props Props) (*Stack, error) {
 	for _, fn := range props.Functions {
 		s.addFunction(fn, access[fn.Name], props.Table, props.AssetDir(fn.Name), prod)
 	}
+	s.addStreamURLs(props)
+	streaming := streamingFunctions(props)
 	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
 	for _, r := range props.Routes {
+		if streaming[r.Function] {
+			continue // served by the function's URL (streamurl.go)
+		}
 		in, ok := integrations[r.Function]
 		if !ok {
 			// One integration per function, shared by its routes: API Gateway

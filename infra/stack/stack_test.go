@@ -393,6 +393,7 @@ func checkCommon(t *testing.T, s *synthesized) {
 	t.Run("functions", func(t *testing.T) { checkFunctions(t, s) })
 	t.Run("table", func(t *testing.T) { checkTable(t, s) })
 	t.Run("iam", func(t *testing.T) { checkIAM(t, s) })
+	t.Run("stream urls", func(t *testing.T) { checkStreamURLs(t, s) })
 	t.Run("stage", func(t *testing.T) { checkStage(t, s) })
 	t.Run("nag", func(t *testing.T) { checkNag(t, s) })
 	t.Run("monitoring", func(t *testing.T) { checkMonitoring(t, s) })
@@ -421,7 +422,7 @@ func checkRoutes(t *testing.T, s *synthesized) {
 		})
 	})
 	checkAssertion(t, "route count", func() {
-		s.template.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Route"), jsii.Number(float64(len(s.props.Routes))))
+		s.template.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Route"), jsii.Number(float64(len(apiRoutes(s.props)))))
 	})
 
 	// Which function each integration invokes.
@@ -447,7 +448,7 @@ func checkRoutes(t *testing.T, s *synthesized) {
 	for _, r := range s.ofType("AWS::ApiGatewayV2::Route") {
 		byKey[fmt.Sprint(r.Properties["RouteKey"])] = r
 	}
-	for _, want := range s.props.Routes {
+	for _, want := range apiRoutes(s.props) {
 		checkAssertion(t, "route "+want.Key(), func() {
 			s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{
 				"RouteKey": want.Key(),
@@ -489,8 +490,8 @@ func checkRoutes(t *testing.T, s *synthesized) {
 			t.Errorf("permission %s: API Gateway may invoke from any API (no SourceArn)", id)
 		}
 	}
-	if perms != len(s.props.Routes) {
-		t.Errorf("%d API Gateway invoke permissions, want one per route (%d)", perms, len(s.props.Routes))
+	if perms != len(apiRoutes(s.props)) {
+		t.Errorf("%d API Gateway invoke permissions, want one per route (%d)", perms, len(apiRoutes(s.props)))
 	}
 }
 
@@ -533,6 +534,11 @@ func checkFunctions(t *testing.T, s *synthesized) {
 			if k == stack.NetworkSigningKeyEnv && v == "" && s.props.NetworkSigningKeySecret != "" {
 				// ... and the signing key as a reference to its secret.
 				v = stack.SigningKeyReference(s.props.NetworkSigningKeySecret)
+			}
+			if k == stack.StreamBaseURLEnv && v == "" {
+				// ... and the event stream's origin, from its function
+				// URL (checkStreamURLs).
+				continue
 			}
 			if k == stack.BaseURLEnv && v == "" && s.props.DomainName != "" {
 				// ... and the card's base URL with the custom domain's
@@ -906,6 +912,9 @@ func TestCheckoutStack(t *testing.T) {
 	t.Run("no reservation by default", func(t *testing.T) { checkNoReservation(t, s) })
 	t.Run("every route of routes.All()", func(t *testing.T) {
 		for _, r := range routes.All() {
+			if routes.Streamed(r.Function) {
+				continue // its function URL's (checkStreamURLs)
+			}
 			checkAssertion(t, r.Key(), func() {
 				s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{"RouteKey": r.Key()})
 			})
@@ -924,6 +933,11 @@ func TestCheckoutStack(t *testing.T) {
 		}
 	})
 	t.Run("stream filters are the harness's", func(t *testing.T) { checkStreamFilters(t, s) })
+	t.Run("the event stream has a RESPONSE_STREAM URL", func(t *testing.T) {
+		if _, ok := s.stack.StreamURLs[routes.EventStreamFunction]; !ok || !routes.Streamed(routes.EventStreamFunction) {
+			t.Errorf("%s: no function URL (streaming %v)", routes.EventStreamFunction, routes.Streamed(routes.EventStreamFunction))
+		}
+	})
 	t.Run("delivery queues", func(t *testing.T) { checkQueues(t, s) })
 	t.Run("table access matches routes.TableAccess", func(t *testing.T) {
 		for _, fn := range props.Functions {

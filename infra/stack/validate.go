@@ -103,9 +103,10 @@ func validate(p Props) error {
 		}
 	}
 	// API Gateway ends an integration at 30 s (503 to the client), so a
-	// function serving routes must give up first.
+	// function serving routes must give up first; a streaming function's
+	// routes are its function URL's, which lasts up to its timeout.
 	for _, name := range slices.Sorted(maps.Keys(fns)) {
-		if fns[name].TimeoutSeconds > MaxRouteTimeoutS && slices.ContainsFunc(p.Routes, func(r routes.Route) bool { return r.Function == name }) {
+		if fns[name].TimeoutSeconds > MaxRouteTimeoutS && !fns[name].Streaming && slices.ContainsFunc(p.Routes, func(r routes.Route) bool { return r.Function == name }) {
 			fail("function %q: timeout %d s serves routes, but API Gateway gives up after %d s", name, fns[name].TimeoutSeconds, MaxRouteTimeoutS)
 		}
 	}

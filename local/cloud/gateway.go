@@ -68,6 +68,11 @@ type Gateway struct {
 // API Gateway's integration timeout.
 func NewGateway(entries map[string]*Entry, log *slog.Logger, o GatewayOptions) (*Gateway, error) {
 	for _, r := range routes.All() {
+		if routes.Streamed(r.Function) {
+			// Served by a function URL in AWS, not by the API: the
+			// gateway answers 404 for it, as API Gateway does.
+			continue
+		}
 		e := entries[r.Function]
 		if e == nil {
 			return nil, fmt.Errorf("gateway: no entry for function %q (route %s)", r.Function, r.Key())
@@ -191,6 +196,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, requestID string
 		return outcome{status: gatewayError(w, http.StatusNotFound, "Not Found"), function: "-"}
 	}
 	fn := route.Function
+	if g.entries[fn] == nil {
+		return outcome{status: gatewayError(w, http.StatusNotFound, "Not Found"), function: "-"}
+	}
 	body, held, status, err := g.readBody(r)
 	defer g.bodies.release(held)
 	if status != 0 {

@@ -46,6 +46,7 @@ func builders() map[string]function.Builder {
 		"world-delete":         worldhttp.BuildDelete,
 		"world-deleter":        deleter.Build,
 		"world-events":         worldhttp.BuildEvents,
+		"world-events-stream":  function.StreamBuilder(worldhttp.BuildEventStream).Builder(),
 		"world-get":            worldhttp.BuildGet,
 		"world-join":           worldhttp.BuildJoin,
 		"world-kick":           worldhttp.BuildKick,

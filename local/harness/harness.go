@@ -206,15 +206,17 @@ func StreamConsumers(extra []Function) []string {
 // Harness is every function behind the gateway, plus their triggers.
 type Harness struct {
 	*cloud.Gateway
-	entries  map[string]*cloud.Entry
-	streams  []*cloud.Stream
-	schedule []*cloud.Schedule
-	mappings []*cloud.QueueMapping
-	queues   map[string]*queue.Memory
-	failures map[string]*queue.Memory // each stream trigger's on-failure queue
-	kinds    map[string][]routes.TriggerKind
-	closers  []func() error
-	log      *slog.Logger
+	entries map[string]*cloud.Entry
+	// streaming holds the streaming functions, served by ServeHTTP itself.
+	streaming map[string]streamFunction
+	streams   []*cloud.Stream
+	schedule  []*cloud.Schedule
+	mappings  []*cloud.QueueMapping
+	queues    map[string]*queue.Memory
+	failures  map[string]*queue.Memory // each stream trigger's on-failure queue
+	kinds     map[string][]routes.TriggerKind
+	closers   []func() error
+	log       *slog.Logger
 	// networkKey is the network's signing key (Options.NetworkKey).
 	networkKey ed25519.PrivateKey
 }
@@ -271,7 +273,7 @@ func New(o Options) (_ *Harness, err error) {
 		fns = append(fns, Function{Name: name, Handler: h, Config: routes.Config(name)})
 	}
 	fns = append(fns, o.Extra...)
-	h := &Harness{entries: map[string]*cloud.Entry{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}, networkKey: o.NetworkKey, queues: o.Queues,
+	h := &Harness{entries: map[string]*cloud.Entry{}, streaming: map[string]streamFunction{}, log: o.Log, kinds: map[string][]routes.TriggerKind{}, networkKey: o.NetworkKey, queues: o.Queues,
 		failures: map[string]*queue.Memory{}}
 	if o.Store == nil {
 		h.closers = append(h.closers, st.(*memory.Store).Close)
@@ -282,8 +284,12 @@ func New(o Options) (_ *Harness, err error) {
 		}
 	}()
 	for _, f := range fns {
-		if h.entries[f.Name] != nil {
+		if h.entries[f.Name] != nil || h.streaming[f.Name].handler != nil {
 			return nil, fmt.Errorf("harness: function %q listed twice", f.Name)
+		}
+		if f.Config.Streaming {
+			h.streaming[f.Name] = streamFunction{handler: streamHandler(f.Name, f.Handler), timeout: time.Duration(f.Config.TimeoutSeconds) * time.Second}
+			continue
 		}
 		timeout := time.Duration(f.Config.TimeoutSeconds) * time.Second
 		if timeout <= 0 {
@@ -341,6 +347,9 @@ func New(o Options) (_ *Harness, err error) {
 func (h *Harness) Functions() []string {
 	var names []string
 	for n := range h.entries {
+		names = append(names, n)
+	}
+	for n := range h.streaming {
 		names = append(names, n)
 	}
 	slices.Sort(names)

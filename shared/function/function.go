@@ -22,6 +22,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"net/http"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/egress"
@@ -66,6 +67,26 @@ type Env struct {
 // harness invokes): an HTTP route's entry, a stream or schedule handler or a
 // custom resource. An error is an init failure.
 type Builder func(Env) (any, error)
+
+// StreamBuilder builds a streaming function (routes.Function.Streaming):
+// an http.Handler that writes its answer as it goes. Its main hands it to
+// aws-lambda-go's lambdaurl (a function URL with InvokeMode
+// RESPONSE_STREAM); the harness calls it directly with a writer that
+// flushes. It sees the request as net/http does: the signature, the route
+// and its parameters are its own to check and match.
+type StreamBuilder func(Env) (http.Handler, error)
+
+// Builder is b as a Builder, for the harness's one list of builders: the
+// value it builds is the http.Handler.
+func (b StreamBuilder) Builder() Builder {
+	return func(e Env) (any, error) {
+		h, err := b(e)
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
+	}
+}
 
 // Logger returns e.Log, or a logger that discards everything.
 func (e Env) Logger() *slog.Logger {

@@ -96,7 +96,28 @@ type Function struct {
 	// Sends names the queues the function sends to: the deploy gives it
 	// each one's URL (QueueURLEnv) and sqs:SendMessage on it alone.
 	Sends []string
+	// Streaming functions answer as they go (Server-Sent Events): API
+	// Gateway HTTP APIs buffer a whole response, so the deploy serves
+	// their routes through a Lambda function URL with InvokeMode
+	// RESPONSE_STREAM (auth NONE: the function checks signatures itself)
+	// instead of the API, and may give them up to Lambda's 900 s. Their
+	// builder is a function.StreamBuilder (an http.Handler, started with
+	// aws-lambda-go's lambdaurl); the harness serves their routes on its
+	// own port by calling that handler with a flushing writer.
+	Streaming bool
 }
+
+// StreamBaseURLEnv is the variable the deploy fills, on the functions that
+// declare it in their Env, with the URL of EventStreamFunction's function
+// URL (no trailing slash): the Agent Cards name the event stream there.
+// Empty (locally): the stream is on the same origin as every other route.
+const StreamBaseURLEnv = "STREAM_BASE_URL"
+
+// EventStreamFunction serves a world's event stream (Server-Sent Events).
+const EventStreamFunction = "world-events-stream"
+
+// Streamed reports whether the named function is a streaming one.
+func Streamed(name string) bool { return Config(name).Streaming }
 
 // TriggerKind names a non-HTTP event source.
 type TriggerKind string
@@ -368,6 +389,7 @@ var table = []Route{
 	{Method: "POST", Path: "/v0/worlds/{world}/ping", Function: "world-ping", Auth: Member, Table: ReadWrite},
 	{Method: "POST", Path: "/v0/worlds/{world}/actions", Function: "world-act", Auth: Member, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}/events", Function: "world-events", Auth: Member, Table: ReadWrite},
+	{Method: "GET", Path: "/v0/worlds/{world}/events/stream", Function: EventStreamFunction, Auth: Member, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent-card.json", Function: "world-card", Auth: Public, Table: ReadOnly},
 	{Method: "GET", Path: "/v0/worlds/{world}/.well-known/agent.json", Function: "world-card", Auth: Public, Table: ReadOnly},
 
@@ -411,7 +433,11 @@ var functions = []Function{
 	{Name: "world-ping", Builder: "shared/worldhttp.BuildPing", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_PING": "", "NETWORK_SIGNING_KEY": ""}},
 	{Name: "world-act", Builder: "shared/worldhttp.BuildAct", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_ACTIONS": ""}},
 	{Name: "world-events", Builder: "shared/worldhttp.BuildEvents", MemoryMB: 256, TimeoutSeconds: 25},
-	{Name: "world-card", Builder: "shared/worldhttp.BuildCard", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": ""}},
+	// The event stream holds one invocation per open stream: 128 MB is
+	// plenty for one reader and halves the GB-s of 256; it ends a stream
+	// a few seconds before the 900 s limit with a retry hint.
+	{Name: EventStreamFunction, Builder: "shared/worldhttp.BuildEventStream", MemoryMB: 128, TimeoutSeconds: 900, Streaming: true},
+	{Name: "world-card", Builder: "shared/worldhttp.BuildCard", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"BASE_URL": "", StreamBaseURLEnv: ""}},
 	{Name: "world-kick", Builder: "shared/worldhttp.BuildKick", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-ban", Builder: "shared/worldhttp.BuildBan", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-unban", Builder: "shared/worldhttp.BuildUnban", MemoryMB: 256, TimeoutSeconds: 10},
@@ -432,7 +458,7 @@ var functions = []Function{
 	// NETWORK_SIGNING_KEY, filled by the deploy from its secret, keys the
 	// discovery cursors (a key derived from it; nothing is signed).
 	{Name: "registry", Builder: "functions/registry/registryapi.Build", MemoryMB: 256, TimeoutSeconds: 10,
-		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": ""}},
+		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": "", StreamBaseURLEnv: ""}},
 	// No routes: the deploy runs it as the fixtures' registration (a
 	// CloudFormation custom resource, infra/stack Seeding), which writes
 	// the registry's items and creates the world lobby; 20 s covers five

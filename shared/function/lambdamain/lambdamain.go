@@ -1,10 +1,11 @@
 // Package lambdamain is the one body of every functions/<name>/main.go:
 // read the environment once, build the function's Env (JSON logs, the
 // table when the function has one, the network's keys), call its builder
-// outside the handler, and hand the result to lambda.Start. A builder that
-// fails is an init failure: logged, exit 1, as Lambda expects. A network
-// signing key that cannot be used is not: it is logged as an error and the
-// function runs without it.
+// outside the handler, and hand the result to lambda.Start (a streaming
+// function's http.Handler to lambdaurl.Start). A builder that fails is an
+// init failure: logged, exit 1, as Lambda expects. A network signing key
+// that cannot be used is not: it is logged as an error and the function
+// runs without it.
 //
 // The table is opened by a function the main passes (dynamo.FromEnv), not
 // here, so a function without table access links no DynamoDB client.
@@ -13,9 +14,11 @@ package lambdamain
 import (
 	"errors"
 	"log/slog"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdaurl"
 
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/logging"
@@ -41,6 +44,29 @@ func run(name string, b function.Builder, open func() (store.Store, error)) {
 		os.Exit(1)
 	}
 	lambda.Start(h)
+}
+
+// RunStream starts the streaming function name built by b, with no
+// table, behind a function URL in RESPONSE_STREAM mode (lambdaurl).
+func RunStream(name string, b function.StreamBuilder) {
+	runStream(name, b, nil)
+}
+
+// RunStreamWithTable is RunStream over the table open returns.
+func RunStreamWithTable[S store.Store](name string, b function.StreamBuilder, open func(getenv func(string) string) (S, error)) {
+	runStream(name, b, func() (store.Store, error) { return open(os.Getenv) })
+}
+
+func runStream(name string, b function.StreamBuilder, open func() (store.Store, error)) {
+	log := logging.New(os.Stdout, logging.JSON, slog.LevelInfo)
+	h, err := Build(name, b.Builder(), os.Getenv, log, open)
+	if err != nil {
+		log.Error(name+": start", "err", err)
+		os.Exit(1)
+	}
+	// Every Write of the handler goes to Lambda as it is made: lambdaurl's
+	// writer is a pipe to the runtime API's chunked response.
+	lambdaurl.Start(h.(http.Handler))
 }
 
 // Build is Run's work before lambda.Start: the Env from getenv, then the

@@ -1,0 +1,476 @@
+package worldhttp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/sse"
+	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/bolt"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
+	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/world"
+	"github.com/a2awire/a2awire/shared/worldhttp"
+)
+
+// streamWriters is how many members besides the reader join the world.
+const streamWriters = 2
+
+// streamAppenders is how many goroutines write the 1,000 events: the
+// log's group commit writes the events waiting together in one
+// transaction, which keeps 1,000 of them on DynamoDB Local to seconds.
+const streamAppenders = 24
+
+// streamWorld is a world with reader and writer joined, and the event
+// stream's handler over st behind a real HTTP server.
+type streamWorld struct {
+	st     store.Store
+	w      *world.Service
+	srv    *httptest.Server
+	reader *agent
+	// writers are the awnIds of members who write: a group commit holds
+	// one action per member (its membership's condition), so several
+	// writers' actions commit together.
+	writers []string
+	writer  string // the first of them
+}
+
+func newStreamWorld(t *testing.T, st store.Store, so worldhttp.StreamOptions, now func() time.Time) *streamWorld {
+	t.Helper()
+	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "", nil, now)
+	h, err := worldhttp.NewEventStream(fn(deps.Options, "world-events-stream"), deps.World, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	if _, _, err := deps.World.PutWorld(ctx, world.Manifest{ID: "river"}, pub(key(40))); err != nil {
+		t.Fatal(err)
+	}
+	reader := newAgent(t, srv.URL, 41)
+	sw := &streamWorld{st: st, w: deps.World, srv: srv, reader: reader}
+	for k := byte(41); k <= 41+streamWriters; k++ {
+		if _, _, err := deps.World.Join(ctx, "river", pub(key(k)), nil); err != nil {
+			t.Fatal(err)
+		}
+		if k != 41 {
+			sw.writers = append(sw.writers, auth.AWNID(pub(key(k))))
+		}
+	}
+	sw.writer = sw.writers[0]
+	return sw
+}
+
+// open opens the reader's stream, resuming after lastID (sent as
+// Last-Event-ID, or as ?after= when query is set).
+func (sw *streamWorld) open(t *testing.T, ctx context.Context, lastID string, query bool) *http.Response {
+	t.Helper()
+	path := sw.srv.URL + "/v0/worlds/river/events/stream"
+	if query && lastID != "" {
+		path += "?after=" + lastID
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !query && lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := sw.reader.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), sse.ContentType) {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("stream: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	return resp
+}
+
+// stepEvent is the type of the events the writers append.
+const stepEvent = "test.step"
+
+// streamed is one event as the reader got it.
+type streamed struct {
+	id, typ string
+	n       int // the step's n; -1 for another event
+	at      time.Time
+}
+
+// TestStreamResumesExactlyOnce: 1,000 events are appended by
+// streamAppenders writers while a reader's stream, opened before the
+// first, is cut three times (once it has 250, 500 and 750 of them, with
+// the rest of the page it was reading unread) and reopened after the last
+// id it got (Last-Event-ID twice, ?after= once): the reader sees each of
+// the 1,000 exactly once, every event in strictly increasing id order,
+// and each `id:` and `event:` are those of the event's JSON. It logs the
+// commit → reader latency and fails past the engine's p99 bound. The
+// stream reads the store every StreamPoll (250 ms).
+func TestStreamResumesExactlyOnce(t *testing.T) {
+	engines := []struct {
+		name string
+		// maxP99 bounds the commit → reader p99. DynamoDB Local runs
+		// the writers' transactions and the stream's reads one at a
+		// time, so under this test's saturating write load (~75 events
+		// a second, its ceiling here) a read waits behind transactions
+		// of 25 items; its bound only catches a stalled stream.
+		maxP99 time.Duration
+		open   func(t *testing.T) store.Store
+	}{
+		{"memory", time.Second, func(t *testing.T) store.Store {
+			st := memory.New()
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}},
+		{"bolt", time.Second, func(t *testing.T) store.Store {
+			st, err := bolt.Open(filepath.Join(t.TempDir(), bolt.DefaultFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}},
+		{"dynamodb-local", 5 * time.Second, func(t *testing.T) store.Store {
+			client, table := dynamolocal.NewTable(t, local)
+			return dynamo.New(client, table)
+		}},
+	}
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { streamExactlyOnce(t, e.open(t), e.maxP99) })
+	}
+}
+
+func streamExactlyOnce(t *testing.T, st store.Store, maxP99 time.Duration) {
+	sw := newStreamWorld(t, st, worldhttp.StreamOptions{}, nil)
+	const total = 1000
+	writers := streamAppenders
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// The reader follows the world before anything happens in it.
+	first := sw.open(t, ctx, "", false)
+
+	// The writers: each event's commit time by its n.
+	var mu sync.Mutex
+	committed := map[int]time.Time{}
+	var wg sync.WaitGroup
+	began := time.Now()
+	var wrote time.Duration
+	werr := make(chan error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			for n := i; n < total; n += writers {
+				err := sw.w.Append(ctx, world.Event{World: "river", Type: stepEvent, Visibility: world.Public, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))})
+				if err != nil {
+					werr <- err
+					return
+				}
+				mu.Lock()
+				committed[n] = time.Now()
+				if len(committed) == total {
+					wrote = time.Since(began)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+
+	var got []streamed
+	cuts := []int{250, 500, 750}
+	lastID := ""
+	actions := 0
+	for round := 0; actions < total; round++ {
+		resp := first
+		if round > 0 {
+			resp = sw.open(t, ctx, lastID, round == 2)
+		}
+		r := sse.NewReader(resp.Body, 0)
+		for actions < total {
+			if round < len(cuts) && actions >= cuts[round] {
+				break // cut: the reader goes away mid-stream
+			}
+			ev, err := r.Next()
+			if err != nil {
+				resp.Body.Close()
+				t.Fatalf("round %d after %d actions: %v", round, actions, err)
+			}
+			s := streamed{id: ev.ID, typ: ev.Type, n: -1, at: time.Now()}
+			var body struct {
+				EventID string `json:"eventId"`
+				Type    string `json:"type"`
+				Data    struct {
+					N *int `json:"n"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(ev.Data), &body); err != nil || body.EventID != ev.ID || body.Type != ev.Type {
+				t.Fatalf("event %q/%q data %s (%v)", ev.ID, ev.Type, ev.Data, err)
+			}
+			if ev.Type == stepEvent {
+				if body.Data.N == nil {
+					t.Fatalf("event %s: data %s has no n", ev.ID, ev.Data)
+				}
+				s.n = *body.Data.N
+				actions++
+			}
+			got = append(got, s)
+			lastID = r.LastID
+		}
+		resp.Body.Close()
+	}
+	wg.Wait()
+	select {
+	case err := <-werr:
+		t.Fatal(err)
+	default:
+	}
+
+	seen := map[int]bool{}
+	var lat []time.Duration
+	for i, s := range got {
+		if i > 0 && s.id <= got[i-1].id {
+			t.Fatalf("event %d: id %s after %s: not in order", i, s.id, got[i-1].id)
+		}
+		if s.n < 0 {
+			continue
+		}
+		if seen[s.n] {
+			t.Fatalf("event n=%d streamed twice", s.n)
+		}
+		seen[s.n] = true
+		at, ok := committed[s.n]
+		if !ok {
+			t.Fatalf("event n=%d streamed but never written", s.n)
+		}
+		lat = append(lat, s.at.Sub(at))
+	}
+	if len(seen) != total {
+		t.Fatalf("%d distinct events streamed, want %d", len(seen), total)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	t.Logf("%d events written in %v by %d writers, %d events streamed over 4 connections; commit → reader p50 %v, p99 %v, max %v", total, wrote, writers, len(got), p50, p99, lat[len(lat)-1])
+	if p99 > maxP99 {
+		t.Errorf("commit → reader p99 %v, want ≤ %v", p99, maxP99)
+	}
+}
+
+// fakeClock is the stream's wait clock and the world's clock: After
+// records one wake-up at a time (a stream waits on one), and step moves
+// the clock to it and wakes the stream.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	wake  chan time.Time
+	at    time.Time
+	armed chan struct{}
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Now().UTC(), armed: make(chan struct{}, 1)}
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	c.mu.Lock()
+	c.wake, c.at = ch, c.now.Add(d)
+	c.mu.Unlock()
+	c.armed <- struct{}{}
+	return ch
+}
+
+// step waits until the stream waits, then moves the clock to its wake-up
+// and wakes it; it returns the wait.
+func (c *fakeClock) step(t *testing.T) time.Duration {
+	t.Helper()
+	select {
+	case <-c.armed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream does not wait on its clock")
+	}
+	c.mu.Lock()
+	d := c.at.Sub(c.now)
+	c.now = c.at
+	ch := c.wake
+	c.mu.Unlock()
+	ch <- c.at
+	return d
+}
+
+// run steps the clock until it has advanced by at least d.
+func (c *fakeClock) run(t *testing.T, d time.Duration) {
+	t.Helper()
+	for moved := time.Duration(0); moved < d; {
+		moved += c.step(t)
+	}
+}
+
+// TestStreamHeartbeatAndEnd: on a fake clock, a stream of at most 40 s
+// writes a heartbeat comment at 15 s and at 30 s, then the retry hint and
+// ends by itself at 40 s, having read the store every StreamPoll.
+func TestStreamHeartbeatAndEnd(t *testing.T) {
+	c := newFakeClock()
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	sw := newStreamWorld(t, st, worldhttp.StreamOptions{Clock: c, MaxDuration: 40 * time.Second}, c.Now)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := sw.open(t, ctx, "", false)
+	defer resp.Body.Close()
+	done := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(resp.Body)
+		done <- b
+	}()
+	steps := 0
+	for moved := time.Duration(0); moved < 40*time.Second; steps++ {
+		d := c.step(t)
+		if d > worldhttp.StreamPoll {
+			t.Fatalf("the stream waited %v, more than its poll interval", d)
+		}
+		moved += d
+	}
+	var body []byte
+	select {
+	case body = <-done:
+	case <-ctx.Done():
+		t.Fatal("the stream did not end at its duration")
+	}
+	text := string(body)
+	if n := strings.Count(text, ": heartbeat\n"); n != 2 {
+		t.Errorf("%d heartbeats in 40 s, want 2 (at 15 and 30 s):\n%s", n, text)
+	}
+	if !strings.Contains(text, "\nretry: 1000\n") {
+		t.Errorf("no retry hint at the end:\n%s", text)
+	}
+	// The joins are the public events the reader sees.
+	if n := strings.Count(text, "event: agent.joined\n"); n != streamWriters+1 {
+		t.Errorf("%d agent.joined events, want %d:\n%s", n, streamWriters+1, text)
+	}
+	t.Logf("%d clock steps in 40 s", steps)
+}
+
+// TestStreamIsPresence: a member whose only sign of life is an open
+// stream stays online past ReachableWithin (the stream marks it as polled
+// every StreamRefresh), its first stream announces presence.changed
+// online, and once the stream is closed it goes offline ReachableWithin
+// later.
+func TestStreamIsPresence(t *testing.T) {
+	c := newFakeClock()
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	sw := newStreamWorld(t, st, worldhttp.StreamOptions{Clock: c}, c.Now)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := sw.open(t, ctx, "", false)
+	go func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+	c.run(t, 3*world.ReachableWithin)
+	if _, p, err := sw.w.PresenceIn(context.Background(), "river", sw.reader.awnID()); err != nil || p != world.PresenceOnline {
+		t.Fatalf("presence with a stream open %v after %v: %q, %v", 3*world.ReachableWithin, "", p, err)
+	}
+	cancel()
+	resp.Body.Close()
+	// Wait for the handler to see the client go, then let time pass.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		c.now = c.now.Add(world.ReachableWithin + time.Second)
+		c.mu.Unlock()
+		_, p, err := sw.w.PresenceIn(context.Background(), "river", sw.reader.awnID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == world.PresenceOffline {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("still online long after the stream closed")
+		}
+		select {
+		case <-c.armed: // a last wake-up of the closing stream: release it
+			c.mu.Lock()
+			ch := c.wake
+			c.mu.Unlock()
+			ch <- c.now
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	evs, err := sw.w.Events(context.Background(), "river", sw.writer, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	online := slices.ContainsFunc(evs, func(e world.Event) bool {
+		return e.Type == world.PresenceChanged && strings.Contains(string(e.Data), sw.reader.awnID()) && strings.Contains(string(e.Data), `"online"`)
+	})
+	if !online {
+		t.Errorf("no presence.changed online for the streaming reader in %d events", len(evs))
+	}
+}
+
+// TestStreamRefusals: a non-member gets 401 NOT_JOINED, a malformed
+// Last-Event-ID or ?after= 400 INVALID_REQUEST, both as JSON before any
+// stream starts.
+func TestStreamRefusals(t *testing.T) {
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	sw := newStreamWorld(t, st, worldhttp.StreamOptions{}, nil)
+	stranger := newAgent(t, sw.srv.URL, 39)
+	for _, tc := range []struct {
+		who    *agent
+		query  string
+		header string
+		status int
+		code   string
+	}{
+		{stranger, "", "", 401, "NOT_JOINED"},
+		{sw.reader, "?after=nope", "", 400, "INVALID_REQUEST"},
+		{sw.reader, "", "nope", 400, "INVALID_REQUEST"},
+		{sw.reader, "", "7ZZZZZZZZZZZZZZZZZZZZZZZZZ", 400, "INVALID_REQUEST"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, sw.srv.URL+"/v0/worlds/river/events/stream"+tc.query, nil)
+		if tc.header != "" {
+			req.Header.Set("Last-Event-ID", tc.header)
+		}
+		resp, err := tc.who.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct {
+			OK    bool `json:"ok"`
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&env)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || err != nil || env.OK || env.Error.Code != tc.code {
+			t.Errorf("%q %q: %d %+v (%v), want %d %s", tc.query, tc.header, resp.StatusCode, env, err, tc.status, tc.code)
+		}
+	}
+	// An unsigned request is refused too.
+	resp, err := http.Get(sw.srv.URL + "/v0/worlds/river/events/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unsigned: %d, want 401", resp.StatusCode)
+	}
+}
