@@ -66,4 +66,3 @@ func (s *Stack) addStreamURLs(p Props) {
 		}
 	}
 }
-
