@@ -342,6 +342,12 @@ var table = []Route{
 
 	// A member's webhook (package webhookhttp over package webhook). Every
 	// route writes: the signature's nonce guard.
+	// The A2A bridge: every registered provider an A2A agent (package
+	// a2abridge). Sending stores the Task.
+	{Method: "GET", Path: "/a2a/{name}/.well-known/agent-card.json", Function: "a2a-bridge", Auth: Public, Table: ReadOnly},
+	{Method: "GET", Path: "/a2a/{name}/.well-known/agent.json", Function: "a2a-bridge", Auth: Public, Table: ReadOnly},
+	{Method: "POST", Path: "/a2a/{name}", Function: "a2a-bridge", Auth: Public, Table: ReadWrite},
+
 	{Method: "PUT", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-set", Auth: Member, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-show", Auth: Member, Table: ReadWrite},
 	{Method: "DELETE", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-remove", Auth: Member, Table: ReadWrite},
@@ -385,12 +391,17 @@ var functions = []Function{
 	// the fallback. TRANSLATOR_LLM_API_KEY is a secret, so it is not here.
 	{Name: "fixture-translator", Builder: "functions/fixture-translator/translator.Build", MemoryMB: 256, TimeoutSeconds: 15,
 		Env: map[string]string{"TRANSLATOR_LLM_URL": "", "TRANSLATOR_LLM_MODEL": ""}},
+	// The A2A bridge waits for a provider (up to two attempts of 20 s, the
+	// most a route may take being 30 s). A2A_BASE_URL is the origin its
+	// cards name (empty: the request's), BASE_URL the network's.
+	{Name: "a2a-bridge", Builder: "shared/a2abridge.Build", MemoryMB: 256, TimeoutSeconds: 30,
+		Env: map[string]string{"A2A_BASE_URL": "", "BASE_URL": ""}},
 	// NETWORK_PUBLIC_KEY (std base64) is the network's public signing key,
 	// BASE_URL the URL the Agent Card names; empty means none / the request's.
 	// NETWORK_SIGNING_KEY, filled by the deploy from its secret, keys the
 	// discovery cursors (a key derived from it; nothing is signed).
 	{Name: "registry", Builder: "functions/registry/registryapi.Build", MemoryMB: 256, TimeoutSeconds: 10,
-		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": ""}},
+		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": "", "A2A_BASE_URL": ""}},
 	// No routes: the deploy runs it as the fixtures' registration (a
 	// CloudFormation custom resource, infra/stack Seeding), which writes
 	// the registry's items and creates the world lobby; 20 s covers five
