@@ -88,7 +88,8 @@ type Options struct {
 	// MaxAttempts bounds the attempts of one invocation (retries of a 5xx,
 	// 429 or a dropped connection carry the same task id); 0 means 2.
 	MaxAttempts int
-	// AttemptTimeout bounds one attempt; 0 means 20 s.
+	// AttemptTimeout bounds one attempt; 0 means 12 s, so two fit in the
+	// function's 29 s.
 	AttemptTimeout time.Duration
 	// Backoff is the wait between attempts when the provider sent no
 	// Retry-After; nil is the buyer client's default.
@@ -133,7 +134,7 @@ func New(o Options) (http.Handler, error) {
 	}
 	timeout := o.AttemptTimeout
 	if timeout <= 0 {
-		timeout = 20 * time.Second
+		timeout = 12 * time.Second
 	}
 	b.client = &protocol.Client{HTTP: hc, MaxAttempts: attempts, AttemptTimeout: timeout, Backoff: o.Backoff}
 	if o.BaseURL != "" {

@@ -391,10 +391,10 @@ var functions = []Function{
 	// the fallback. TRANSLATOR_LLM_API_KEY is a secret, so it is not here.
 	{Name: "fixture-translator", Builder: "functions/fixture-translator/translator.Build", MemoryMB: 256, TimeoutSeconds: 15,
 		Env: map[string]string{"TRANSLATOR_LLM_URL": "", "TRANSLATOR_LLM_MODEL": ""}},
-	// The A2A bridge waits for a provider (up to two attempts of 20 s, the
-	// most a route may take being 30 s). A2A_BASE_URL is the origin its
+	// The A2A bridge waits for a provider (two attempts sharing the time
+	// left, at most 12 s each). A2A_BASE_URL is the origin its
 	// cards name (empty: the request's), BASE_URL the network's.
-	{Name: "a2a-bridge", Builder: "shared/a2abridge.Build", MemoryMB: 256, TimeoutSeconds: 30,
+	{Name: "a2a-bridge", Builder: "shared/a2abridge.Build", MemoryMB: 256, TimeoutSeconds: 29,
 		Env: map[string]string{"A2A_BASE_URL": "", "BASE_URL": ""}},
 	// NETWORK_PUBLIC_KEY (std base64) is the network's public signing key,
 	// BASE_URL the URL the Agent Card names; empty means none / the request's.
