@@ -14,7 +14,7 @@ import (
 // goodInput is a valid input for every fixture capability.
 var goodInput = map[string]map[string]any{
 	"ping": {}, "latency-benchmark": {}, "word-count": {"text": "a b"}, "messy-echo": {"x": 1},
-	"translation": {"text": "hello", "target_lang": "es", "source_lang": "en"},
+	"translation":  {"text": "hello", "target_lang": "es", "source_lang": "en"},
 	"record-entry": {"account": "honest", "amount_cents": 1}, "balance": {"account": "honest"},
 }
 
