@@ -535,7 +535,7 @@ func checkFunctions(t *testing.T, s *synthesized) {
 				// ... and the signing key as a reference to its secret.
 				v = stack.SigningKeyReference(s.props.NetworkSigningKeySecret)
 			}
-			if k == stack.StreamBaseURLEnv && v == "" {
+			if (k == stack.StreamBaseURLEnv || k == routes.A2ABaseURLEnv) && v == "" {
 				// ... and the event stream's origin, from its function
 				// URL (checkStreamURLs).
 				continue

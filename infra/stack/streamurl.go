@@ -32,8 +32,8 @@ func streamingFunctions(p Props) map[string]bool {
 	return out
 }
 
-// addStreamURLs gives every streaming function its function URL, then the
-// event stream's URL to the functions that tell clients where it is.
+// addStreamURLs gives every streaming function its function URL, then each
+// URL's origin to the functions that tell clients where it is (urlEnvs).
 func (s *Stack) addStreamURLs(p Props) {
 	for _, fn := range p.Functions {
 		if !fn.Streaming {
@@ -50,19 +50,28 @@ func (s *Stack) addStreamURLs(p Props) {
 			Description: jsii.String("Function URL (RESPONSE_STREAM) of " + fn.Name + ": its routes are served here, not by the API"),
 		})
 	}
-	u, ok := s.StreamURLs[routes.EventStreamFunction]
-	if !ok {
-		return
-	}
-	// The URL ends in "/"; the variable holds an origin, as BASE_URL's
-	// users expect: "https://" + the URL's host.
-	base := awscdk.Fn_Join(jsii.String(""), &[]*string{
-		jsii.String("https://"),
-		awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), u.Url(), nil)),
-	})
-	for _, fn := range p.Functions {
-		if v, ok := fn.Env[StreamBaseURLEnv]; ok && v == "" {
-			s.Functions[fn.Name].AddEnvironment(jsii.String(StreamBaseURLEnv), base, nil)
+	for env, name := range urlEnvs {
+		u, ok := s.StreamURLs[name]
+		if !ok {
+			continue
+		}
+		// The URL ends in "/"; the variable holds an origin, as
+		// BASE_URL's users expect: "https://" + the URL's host.
+		base := awscdk.Fn_Join(jsii.String(""), &[]*string{
+			jsii.String("https://"),
+			awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), u.Url(), nil)),
+		})
+		for _, fn := range p.Functions {
+			if v, ok := fn.Env[env]; ok && v == "" {
+				s.Functions[fn.Name].AddEnvironment(jsii.String(env), base, nil)
+			}
 		}
 	}
+}
+
+// urlEnvs names, for each variable the deploy fills with a function URL's
+// origin, the streaming function whose URL it is.
+var urlEnvs = map[string]string{
+	StreamBaseURLEnv:     routes.EventStreamFunction,
+	routes.A2ABaseURLEnv: routes.A2ABridgeFunction,
 }

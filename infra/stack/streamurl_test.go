@@ -32,7 +32,8 @@ func apiRoutes(p stack.Props) []routes.Route {
 // in RESPONSE_STREAM mode with auth NONE (the function checks signatures),
 // anyone may invoke it through that URL, its routes are not the API's, the
 // stack outputs the URL, and every function declaring an empty
-// STREAM_BASE_URL gets the event stream's origin built from that URL.
+// STREAM_BASE_URL (A2A_BASE_URL) gets the event stream's (the A2A
+// bridge's) origin built from that URL.
 // Functions that do not stream have no URL.
 func checkStreamURLs(t *testing.T, s *synthesized) {
 	fnByID := map[string]string{}
@@ -92,21 +93,22 @@ func checkStreamURLs(t *testing.T, s *synthesized) {
 			}
 		}
 	}
-	streamURL, hasStream := urlOf[routes.EventStreamFunction]
-	for _, fn := range s.props.Functions {
-		v, declared := fn.Env[stack.StreamBaseURLEnv]
-		if !declared || v != "" {
-			continue
-		}
-		p := s.resources[s.logicalID(t, s.stack.Functions[fn.Name])].Properties
-		env, _ := p["Environment"].(map[string]any)
-		vars, _ := env["Variables"].(map[string]any)
-		got, _ := json.Marshal(vars[stack.StreamBaseURLEnv])
-		switch {
-		case !hasStream && vars[stack.StreamBaseURLEnv] != nil:
-			t.Errorf("%s: %s=%s with no event stream function", fn.Name, stack.StreamBaseURLEnv, got)
-		case hasStream && (!strings.Contains(string(got), `"https://"`) || !strings.Contains(string(got), `["`+streamURL+`","FunctionUrl"]`)):
-			t.Errorf("%s: %s=%s, want https:// and the host of %s's URL", fn.Name, stack.StreamBaseURLEnv, got, streamURL)
+	for env, owner := range map[string]string{stack.StreamBaseURLEnv: routes.EventStreamFunction, routes.A2ABaseURLEnv: routes.A2ABridgeFunction} {
+		ownURL, has := urlOf[owner]
+		for _, fn := range s.props.Functions {
+			v, declared := fn.Env[env]
+			if !declared || v != "" {
+				continue
+			}
+			p := s.resources[s.logicalID(t, s.stack.Functions[fn.Name])].Properties
+			vars, _ := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+			got, _ := json.Marshal(vars[env])
+			switch {
+			case !has && vars[env] != nil:
+				t.Errorf("%s: %s=%s with no %s function", fn.Name, env, got, owner)
+			case has && (!strings.Contains(string(got), `"https://"`) || !strings.Contains(string(got), `["`+ownURL+`","FunctionUrl"]`)):
+				t.Errorf("%s: %s=%s, want https:// and the host of %s's URL", fn.Name, env, got, ownURL)
+			}
 		}
 	}
 }

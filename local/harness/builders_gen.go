@@ -14,6 +14,7 @@ import (
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
 	"github.com/a2awire/a2awire/functions/world-deleter/deleter"
+	"github.com/a2awire/a2awire/shared/a2abridge"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/openapi"
@@ -24,6 +25,7 @@ import (
 // builders returns the builder of every function of the route table, by name.
 func builders() map[string]function.Builder {
 	return map[string]function.Builder{
+		"a2a-bridge":           function.StreamBuilder(a2abridge.Build).Builder(),
 		"agent-worlds":         worldhttp.BuildAgentWorlds,
 		"fixture-clean":        clean.Build,
 		"fixture-ledger":       ledger.Build,

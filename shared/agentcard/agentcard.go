@@ -1,8 +1,16 @@
 // Package agentcard writes A2A v1.0 Agent Cards: the network's (served by
-// the registry) and each world's (served by world-card). The card's JSON is
-// written out here rather than borrowed from an A2A library so a function
-// links nothing it does not serve; the tests of both cards parse them with
-// a2a-go's resolver.
+// the registry), each world's (served by world-card) and each registered
+// provider's (served by the A2A bridge, package a2abridge). The card's JSON
+// is written out here rather than borrowed from an A2A library so a
+// function links nothing it does not serve; the tests of every card parse
+// them with a2a-go's resolver.
+//
+// A card advertises only what answers: an interface names a URL that
+// serves the binding it names (only the bridge's cards have one: the
+// JSON-RPC binding at /a2a/{name}), streaming is true only where
+// SendStreamingMessage is served, and pushNotifications is never true, as
+// no function serves A2A push-notification configs (webhooks are not A2A
+// push).
 //
 // Both cards share the parts written once here: the request-signing
 // profile as a security scheme in the v1.0 one-of form and as a capability
@@ -34,10 +42,10 @@ const MaxAge = 300
 // AWN-Ed25519 signatures profile.
 const SigningExtensionURI = "https://datatracker.ietf.org/doc/draft-ietf-webbotauth-httpsig-protocol/"
 
-// ProtocolBinding and ProtocolVersion are what every supported interface
-// of our cards declares.
+// BindingJSONRPC and ProtocolVersion are what the one kind of interface
+// our cards declare says: A2A's JSON-RPC 2.0 binding of protocol 1.0.
 const (
-	ProtocolBinding = "HTTP+JSON"
+	BindingJSONRPC  = "JSONRPC"
 	ProtocolVersion = "1.0"
 )
 
@@ -51,16 +59,18 @@ func JSONModes() []string { return append([]string(nil), jsonModes...) }
 type (
 	// Card is an A2A v1.0 Agent Card.
 	Card struct {
-		Name                string                    `json:"name"`
-		Description         string                    `json:"description"`
-		Version             string                    `json:"version"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Version     string `json:"version"`
+		// SupportedInterfaces is empty, never null, on a card no A2A
+		// binding answers for (the network's, a world's).
 		SupportedInterfaces []Interface               `json:"supportedInterfaces"`
 		Provider            Provider                  `json:"provider"`
 		Capabilities        Capabilities              `json:"capabilities"`
 		DefaultInputModes   []string                  `json:"defaultInputModes"`
 		DefaultOutputModes  []string                  `json:"defaultOutputModes"`
 		Skills              []Skill                   `json:"skills"`
-		SecuritySchemes     map[string]SecurityScheme `json:"securitySchemes"`
+		SecuritySchemes     map[string]SecurityScheme `json:"securitySchemes,omitempty"`
 	}
 	// Interface is one URL the agent answers on, with its binding.
 	Interface struct {
@@ -77,7 +87,7 @@ type (
 	Capabilities struct {
 		Streaming         bool        `json:"streaming"`
 		PushNotifications bool        `json:"pushNotifications"`
-		Extensions        []Extension `json:"extensions"`
+		Extensions        []Extension `json:"extensions,omitempty"`
 	}
 	// Extension is a protocol extension the agent supports.
 	Extension struct {

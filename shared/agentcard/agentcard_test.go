@@ -15,9 +15,9 @@ import (
 func sample(base string) agentcard.Card {
 	return agentcard.Card{
 		Name: "sample", Description: "a sample card", Version: "1.0.0",
-		SupportedInterfaces: []agentcard.Interface{{URL: base, ProtocolBinding: agentcard.ProtocolBinding, ProtocolVersion: agentcard.ProtocolVersion}},
+		SupportedInterfaces: []agentcard.Interface{{URL: base, ProtocolBinding: agentcard.BindingJSONRPC, ProtocolVersion: agentcard.ProtocolVersion}},
 		Provider:            agentcard.Provider{Organization: "a2awire", URL: base},
-		Capabilities:        agentcard.Capabilities{PushNotifications: true, Extensions: []agentcard.Extension{agentcard.SigningExtension(base)}},
+		Capabilities:        agentcard.Capabilities{Extensions: []agentcard.Extension{agentcard.SigningExtension(base)}},
 		DefaultInputModes:   agentcard.JSONModes(), DefaultOutputModes: agentcard.JSONModes(),
 		Skills:          []agentcard.Skill{{ID: "s", Name: "s", Description: "d", Tags: []string{"t"}, InputModes: agentcard.JSONModes(), OutputModes: agentcard.JSONModes()}},
 		SecuritySchemes: agentcard.SecuritySchemes(),

@@ -116,6 +116,14 @@ const StreamBaseURLEnv = "STREAM_BASE_URL"
 // EventStreamFunction serves a world's event stream (Server-Sent Events).
 const EventStreamFunction = "world-events-stream"
 
+// A2ABaseURLEnv is the variable the deploy fills, on the functions that
+// declare it, with the origin of A2ABridgeFunction's function URL: the
+// provider cards' interface URLs, which the network card's skills link.
+const A2ABaseURLEnv = "A2A_BASE_URL"
+
+// A2ABridgeFunction serves every registered provider over A2A.
+const A2ABridgeFunction = "a2a-bridge"
+
 // Streamed reports whether the named function is a streaming one.
 func Streamed(name string) bool { return Config(name).Streaming }
 
@@ -401,8 +409,15 @@ var table = []Route{
 	{Method: "GET", Path: "/v0/worlds/{world}/bans", Function: "world-bans", Auth: Owner, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/agents/{awnId}/worlds", Function: "agent-worlds", Auth: Signed, Table: ReadWrite},
 
+	// The A2A bridge: every registered provider an A2A agent (package
+	// a2abridge). Sending stores the Task.
+	{Method: "GET", Path: "/a2a/{name}/.well-known/agent-card.json", Function: A2ABridgeFunction, Auth: Public, Table: ReadOnly},
+	{Method: "GET", Path: "/a2a/{name}/.well-known/agent.json", Function: A2ABridgeFunction, Auth: Public, Table: ReadOnly},
+	{Method: "POST", Path: "/a2a/{name}", Function: A2ABridgeFunction, Auth: Public, Table: ReadWrite},
+
 	// A member's webhook (package webhookhttp over package webhook). Every
 	// route writes: the signature's nonce guard.
+
 	{Method: "PUT", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-set", Auth: Member, Table: ReadWrite},
 	{Method: "GET", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-show", Auth: Member, Table: ReadWrite},
 	{Method: "DELETE", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-remove", Auth: Member, Table: ReadWrite},
@@ -453,12 +468,19 @@ var functions = []Function{
 	// the fallback. TRANSLATOR_LLM_API_KEY is a secret, so it is not here.
 	{Name: "fixture-translator", Builder: "functions/fixture-translator/translator.Build", MemoryMB: 256, TimeoutSeconds: 15,
 		Env: map[string]string{"TRANSLATOR_LLM_URL": "", "TRANSLATOR_LLM_MODEL": ""}},
+	// The A2A bridge waits for a provider (two attempts sharing the time
+	// left, at most 12 s each). It streams (SendStreamingMessage is SSE),
+	// so in AWS it answers on its own function URL, whose origin the
+	// deploy puts in A2A_BASE_URL (empty: the request's); BASE_URL is the
+	// network's.
+	{Name: A2ABridgeFunction, Builder: "shared/a2abridge.Build", MemoryMB: 256, TimeoutSeconds: 29, Streaming: true,
+		Env: map[string]string{A2ABaseURLEnv: "", "BASE_URL": ""}},
 	// NETWORK_PUBLIC_KEY (std base64) is the network's public signing key,
 	// BASE_URL the URL the Agent Card names; empty means none / the request's.
 	// NETWORK_SIGNING_KEY, filled by the deploy from its secret, keys the
 	// discovery cursors (a key derived from it; nothing is signed).
 	{Name: "registry", Builder: "functions/registry/registryapi.Build", MemoryMB: 256, TimeoutSeconds: 10,
-		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": "", StreamBaseURLEnv: ""}},
+		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "BASE_URL": "", "NETWORK_SIGNING_KEY": "", StreamBaseURLEnv: "", A2ABaseURLEnv: ""}},
 	// No routes: the deploy runs it as the fixtures' registration (a
 	// CloudFormation custom resource, infra/stack Seeding), which writes
 	// the registry's items and creates the world lobby; 20 s covers five

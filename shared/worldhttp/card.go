@@ -19,9 +19,13 @@ const CardVersion = "1.0.0"
 const InteractionSkill = "world-interaction"
 
 // worldCard is the A2A Agent Card of world m below the network's base URL:
-// the world's routes as the interface, one skill per manifest action plus
-// world interaction, the signing profile as the security scheme and an
-// extension.
+// one skill per manifest action plus world interaction, the signing
+// profile as the security scheme and an extension. It names no interface
+// and claims neither streaming nor push: the world's routes are its own
+// HTTP API, not an A2A binding, its event stream is not A2A's
+// SendStreamingMessage and its webhooks are not A2A push configs, so an
+// A2A client reading the card is told the truth — there is no A2A
+// operation to call here — and the skills say which routes to use.
 func worldCard(m world.Manifest, base string) agentcard.Card {
 	worldURL := base + "/v0/worlds/" + url.PathEscape(m.ID)
 	tags := []string{"world", m.ID}
@@ -60,18 +64,13 @@ func worldCard(m world.Manifest, base string) agentcard.Card {
 		desc = "An a2awire world: " + m.ID + "."
 	}
 	return agentcard.Card{
-		Name:        name,
-		Description: desc,
-		Version:     CardVersion,
-		SupportedInterfaces: []agentcard.Interface{
-			{URL: worldURL, ProtocolBinding: agentcard.ProtocolBinding, ProtocolVersion: agentcard.ProtocolVersion},
-		},
-		Provider: agentcard.Provider{Organization: "a2awire", URL: base},
+		Name:                name,
+		Description:         desc,
+		Version:             CardVersion,
+		SupportedInterfaces: []agentcard.Interface{},
+		Provider:            agentcard.Provider{Organization: "a2awire", URL: base},
 		Capabilities: agentcard.Capabilities{
-			// Events long-poll and webhooks push them.
-			Streaming:         true,
-			PushNotifications: true,
-			Extensions:        []agentcard.Extension{agentcard.SigningExtension(base)},
+			Extensions: []agentcard.Extension{agentcard.SigningExtension(base)},
 		},
 		DefaultInputModes:  agentcard.JSONModes(),
 		DefaultOutputModes: agentcard.JSONModes(),

@@ -16,7 +16,7 @@ import (
 )
 
 // TestAgentCardServes (US-005): both paths serve the same valid card —
-// name, description, version, the world's interface, streaming and push
+// name, description, version, no A2A interface, neither streaming nor push
 // capabilities with the signing extension, one skill per manifest action
 // plus world interaction, the awn scheme and no securityRequirements —
 // with max-age=300 and an ETag that answers 304.
@@ -38,12 +38,13 @@ func TestAgentCardServes(t *testing.T) {
 	if card["name"] != "Lobby" || card["description"] != "Where agents meet." {
 		t.Errorf("name/description %v %v", card["name"], card["description"])
 	}
-	iface := card["supportedInterfaces"].([]any)[0].(map[string]any)
-	if iface["url"] != "https://net.example/v0/worlds/lobby" || iface["protocolBinding"] != "HTTP+JSON" || iface["protocolVersion"] != "1.0" {
-		t.Errorf("interface %v", iface)
+	// The world's routes are not an A2A binding: no interface, and
+	// neither streaming nor push is claimed (its card is honest).
+	if ifaces, ok := card["supportedInterfaces"].([]any); !ok || len(ifaces) != 0 {
+		t.Errorf("interfaces %v, want an empty list", card["supportedInterfaces"])
 	}
 	caps := card["capabilities"].(map[string]any)
-	if caps["streaming"] != true || caps["pushNotifications"] != true || len(caps["extensions"].([]any)) != 1 {
+	if caps["streaming"] != false || caps["pushNotifications"] != false || len(caps["extensions"].([]any)) != 1 {
 		t.Errorf("capabilities %v", caps)
 	}
 	var skills []string
@@ -74,7 +75,7 @@ func TestWorldCardIgnoresHost(t *testing.T) {
 	if plain.status != 200 || evil.status != 200 || string(evil.body) != string(plain.body) || strings.Contains(string(evil.body), "evil.example") {
 		t.Errorf("Host evil.example: %d %s", evil.status, evil.body)
 	}
-	if !strings.Contains(string(plain.body), `"url":"https://net.example/v0/worlds/lobby"`) {
+	if !strings.Contains(string(plain.body), `POST https://net.example/v0/worlds/lobby/join`) {
 		t.Errorf("card %s does not name the configured base URL", plain.body)
 	}
 	for _, base := range []string{"", "net.example", "https://net.example/?x=1"} {
@@ -116,11 +117,10 @@ func TestWorldCardParsesWithA2AGo(t *testing.T) {
 		if card.Name != "Lobby" || len(card.Skills) != 2 || card.Skills[1].Name != "wave" {
 			t.Errorf("card %+v", card)
 		}
-		if len(card.SupportedInterfaces) != 1 || card.SupportedInterfaces[0].URL != "https://net.example/v0/worlds/lobby" ||
-			card.SupportedInterfaces[0].ProtocolBinding != a2a.TransportProtocolHTTPJSON {
-			t.Errorf("interfaces %+v", card.SupportedInterfaces)
+		if len(card.SupportedInterfaces) != 0 {
+			t.Errorf("interfaces %+v, want none", card.SupportedInterfaces)
 		}
-		if !card.Capabilities.Streaming || !card.Capabilities.PushNotifications || len(card.Capabilities.Extensions) != 1 {
+		if card.Capabilities.Streaming || card.Capabilities.PushNotifications || len(card.Capabilities.Extensions) != 1 {
 			t.Errorf("capabilities %+v", card.Capabilities)
 		}
 		if s, ok := card.SecuritySchemes["awn"].(a2a.HTTPAuthSecurityScheme); !ok || s.Scheme != "Signature" || card.SecurityRequirements != nil {

@@ -31,6 +31,7 @@ func Build(env function.Env) (any, error) {
 		Store:                  st,
 		NetworkKey:             env.NetworkPublicKey,
 		BaseURL:                env.Env("BASE_URL"),
+		A2ABaseURL:             env.Env("A2A_BASE_URL"),
 		AllowInsecureEndpoints: env.Egress.AllowHTTP,
 	})
 	if err != nil {

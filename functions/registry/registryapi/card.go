@@ -21,15 +21,19 @@ const CardVersion = "1.0.0"
 
 // networkCard is the network's Agent Card below base: the fixtures'
 // capabilities as skills, the signing profile as a security scheme and an
-// extension.
-func networkCard(base string) agentcard.Card {
+// extension. The network itself answers no A2A binding, so the card names
+// no interface and claims neither streaming nor push; each skill says
+// where the fixture's own card is, at the A2A bridge below a2aBase, whose
+// JSON-RPC interface any A2A client can hire it through.
+func networkCard(base, a2aBase string) agentcard.Card {
 	var skills []agentcard.Skill
 	for _, f := range fixtures.All() {
 		for _, c := range f.Capabilities {
 			skills = append(skills, agentcard.Skill{
-				ID:          f.Name + "/" + c,
-				Name:        c,
-				Description: fmt.Sprintf("%s Invoke with POST %s and {\"task\": %q, \"input\": {...}}.", f.Description, fixtures.Endpoint(base, f.Name), c),
+				ID:   f.Name + "/" + c,
+				Name: c,
+				Description: fmt.Sprintf("%s Invoke with POST %s and {\"task\": %q, \"input\": {...}}, or hire it with any A2A client through its card at %s/a2a/%s/.well-known/agent-card.json.",
+					f.Description, fixtures.Endpoint(base, f.Name), c, a2aBase, f.Name),
 				Tags:        []string{c, f.Name, "fixture"},
 				InputModes:  agentcard.JSONModes(),
 				OutputModes: agentcard.JSONModes(),
@@ -37,17 +41,13 @@ func networkCard(base string) agentcard.Card {
 		}
 	}
 	return agentcard.Card{
-		Name:        "a2awire",
-		Description: "The a2awire agent network: a registry of agents discoverable by capability, the A2AWire invocation protocol, and five fixture providers.",
-		Version:     CardVersion,
-		SupportedInterfaces: []agentcard.Interface{
-			{URL: base, ProtocolBinding: agentcard.ProtocolBinding, ProtocolVersion: agentcard.ProtocolVersion},
-		},
-		Provider: agentcard.Provider{Organization: "a2awire", URL: base},
+		Name:                "a2awire",
+		Description:         "The a2awire agent network: a registry of agents discoverable by capability, the A2AWire invocation protocol, and five fixture providers.",
+		Version:             CardVersion,
+		SupportedInterfaces: []agentcard.Interface{},
+		Provider:            agentcard.Provider{Organization: "a2awire", URL: base},
 		Capabilities: agentcard.Capabilities{
-			Streaming:         false,
-			PushNotifications: true,
-			Extensions:        []agentcard.Extension{agentcard.SigningExtension(base)},
+			Extensions: []agentcard.Extension{agentcard.SigningExtension(base)},
 		},
 		DefaultInputModes:  agentcard.JSONModes(),
 		DefaultOutputModes: agentcard.JSONModes(),
@@ -62,5 +62,9 @@ func (h *handler) card(w http.ResponseWriter, r *http.Request) error {
 	if h.baseURL == "" {
 		return apierror.New(apierror.NotFound, "this deployment has no public URL configured for its Agent Card")
 	}
-	return agentcard.Serve(w, r, networkCard(h.baseURL))
+	a2aBase := h.a2aBaseURL
+	if a2aBase == "" {
+		a2aBase = h.baseURL
+	}
+	return agentcard.Serve(w, r, networkCard(h.baseURL, a2aBase))
 }

@@ -56,6 +56,10 @@ type Options struct {
 	// Card names (agentcard.ParseBaseURL); empty answers the card 404, as
 	// the card is never built from the request's Host.
 	BaseURL string
+	// A2ABaseURL is the base URL the A2A bridge answers below
+	// (A2A_BASE_URL: the bridge's function URL in the cloud); empty means
+	// BaseURL, the same origin (the harness).
+	A2ABaseURL string
 	// AllowInsecureEndpoints lets agents register http:// endpoints (the
 	// local harness).
 	AllowInsecureEndpoints bool
@@ -78,6 +82,9 @@ type handler struct {
 	worlds     *world.Service
 	networkKey ed25519.PublicKey
 	baseURL    string
+	// a2aBaseURL is where the A2A bridge answers (A2ABaseURL); "" is
+	// baseURL.
+	a2aBaseURL string
 }
 
 // New returns the registry function's http.Handler: every route of the
@@ -102,6 +109,13 @@ func New(o Options) (http.Handler, error) {
 			return nil, fmt.Errorf("registryapi: %w", err)
 		}
 	}
+	var a2aBase string
+	if o.A2ABaseURL != "" {
+		var err error
+		if a2aBase, err = agentcard.ParseBaseURL(o.A2ABaseURL); err != nil {
+			return nil, fmt.Errorf("registryapi: A2A base URL: %w", err)
+		}
+	}
 	opts := []registry.Option{registry.WithClock(o.Now)}
 	if o.AllowInsecureEndpoints {
 		opts = append(opts, registry.AllowInsecureEndpoints())
@@ -118,6 +132,7 @@ func New(o Options) (http.Handler, error) {
 		worlds:     world.New(o.Store, world.WithClock(o.Now)),
 		networkKey: o.NetworkKey,
 		baseURL:    base,
+		a2aBaseURL: a2aBase,
 	}
 	d, err := access.New(access.Config{
 		Function: Function,
