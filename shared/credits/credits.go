@@ -195,9 +195,9 @@ func CheckAmount(n int64) error {
 	return nil
 }
 
-// Actions returns the write actions of t: the two balance updates and the
-// two entries. The payer's update is action 0, so a failed condition at
-// index 0 means insufficient funds.
+// Actions returns the write actions of t: the two balance updates, the
+// two entries and the held update of a third account. The payer's update
+// is the first.
 func (l *Ledger) Actions(t Transfer) ([]store.Action, error) {
 	if err := CheckAmount(t.Amount); err != nil {
 		return nil, err
@@ -247,29 +247,26 @@ func HeldUpdate(account string, delta int64) store.Action {
 	return store.Update(AccountKey(account)).AddNum(attrHeld, delta).SetAttr(attrType, store.S(typeAccount)).SetAttr(attrAccount, store.S(account))
 }
 
-// Move applies t and the caller's extra actions in one transaction. A
-// failed payer condition is 402 insufficient_funds; a failed condition of
-// an extra action is returned as the store's *ConditionFailedError whose
-// Action is the extra action's index among extra.
+// Move applies t and the caller's extra actions in one transaction. The
+// extra actions come first, so that when both an extra condition (an
+// escrow's state) and the payer's balance fail, the extra one is reported:
+// its failed condition is returned as the store's *ConditionFailedError
+// with Action its index among extra. A failed payer condition alone is
+// 402 insufficient_funds.
 func (l *Ledger) Move(ctx context.Context, t Transfer, extra ...store.Action) error {
 	acts, err := l.Actions(t)
 	if err != nil {
 		return err
 	}
-	n := len(acts)
-	_, err = l.st.Write(ctx, append(acts, extra...)...)
+	n := len(extra)
+	_, err = l.st.Write(ctx, append(append([]store.Action(nil), extra...), acts...)...)
 	if err == nil {
 		return nil
 	}
 	var cf *store.ConditionFailedError
-	if errors.As(err, &cf) {
-		if cf.Action == 0 {
-			return &apierror.Error{Kind: apierror.PaymentRequired, Code: ErrInsufficientFunds,
-				Message: "the paying account's balance is less than the amount", Err: err}
-		}
-		if cf.Action >= n {
-			return &store.ConditionFailedError{Action: cf.Action - n, Item: cf.Item}
-		}
+	if errors.As(err, &cf) && cf.Action == n {
+		return &apierror.Error{Kind: apierror.PaymentRequired, Code: ErrInsufficientFunds,
+			Message: "the paying account's balance is less than the amount", Err: err}
 	}
 	return err
 }
