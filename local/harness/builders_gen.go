@@ -14,6 +14,7 @@ import (
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
 	"github.com/a2awire/a2awire/functions/world-deleter/deleter"
+	"github.com/a2awire/a2awire/shared/escrowhttp"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/webhookhttp"
@@ -23,7 +24,10 @@ import (
 // builders returns the builder of every function of the route table, by name.
 func builders() map[string]function.Builder {
 	return map[string]function.Builder{
+		"accounts":             escrowhttp.BuildAccounts,
 		"agent-worlds":         worldhttp.BuildAgentWorlds,
+		"escrow-schedule":      escrowhttp.BuildSchedule,
+		"escrows":              escrowhttp.BuildEscrows,
 		"fixture-clean":        clean.Build,
 		"fixture-ledger":       ledger.Build,
 		"fixture-messy":        messy.Build,
