@@ -9,11 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/registry"
+	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/memory"
 )
 
@@ -29,9 +32,18 @@ type escrowNet struct {
 
 func newEscrowNet(t *testing.T) *escrowNet {
 	t.Helper()
+	n, _ := newEscrowNetWith(t, harness.Options{})
+	return n
+}
+
+// newEscrowNetWith is newEscrowNet over o (its Store and Log are set
+// here); it returns the harness too, for its triggers.
+func newEscrowNetWith(t *testing.T, o harness.Options) (*escrowNet, *harness.Harness) {
+	t.Helper()
 	st := memory.New()
 	t.Cleanup(func() { _ = st.Close() })
-	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st})
+	o.Log, o.Store = logging.Discard(), st
+	h := mustHarness(t, o)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -45,7 +57,7 @@ func newEscrowNet(t *testing.T) *escrowNet {
 	}
 	n.operator = signer{key: h.NetworkKey(), c: &http.Client{Transport: &auth.Transport{Signer: sg}}}
 	n.register("escrow-buyer", srv.URL+"/nowhere", n.buyer)
-	return n
+	return n, h
 }
 
 func (n *escrowNet) register(name, endpoint string, s signer) {
@@ -225,4 +237,66 @@ func TestEscrowRoutesRefuse(t *testing.T) {
 	if first["state"] != "refunded" || fmt.Sprint(first) != fmt.Sprint(second) {
 		t.Errorf("refund repeated: %v then %v", first, second)
 	}
+}
+
+// TestEscrowScheduleThroughHarness: the harness drives escrow-schedule
+// from the route table's schedule. On the harness's clock, a funded
+// escrow past its deadline is refunded by "schedule" and its money is
+// back; a delivered one past the dispute window (24 h) is released to
+// the network key's account.
+func TestEscrowScheduleThroughHarness(t *testing.T) {
+	if kinds := fmt.Sprint(harnessKinds(t)); kinds != "[schedule]" {
+		t.Fatalf("escrow-schedule's triggers: %s", kinds)
+	}
+	c := &clock{now: time.Now().Truncate(time.Second)}
+	tick := make(chanTicker)
+	n, h := newEscrowNetWith(t, harness.Options{Now: c.Now, NewTicker: func(time.Duration) cloud.Ticker { return tick }})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	n.do(n.operator, "POST", "/api/v1/accounts/"+n.buyer.awnID()+"/grant", `{"amount":100,"memo":"start"}`, 200)
+	late := n.hire("a2awire-clean", "word-count", `{"text":"never verified"}`, 30)
+	kept := n.hire("a2awire-clean", "word-count", `{"text":"verified"}`, 20)
+	n.do(n.buyer, "POST", "/api/v1/escrows/"+kept+"/verify", "", 200)
+	opBefore, _ := n.balance(n.operator)
+	// Ticks before the deadline move nothing.
+	for range 3 {
+		tick <- c.Now()
+	}
+	if e := n.do(n.buyer, "GET", "/api/v1/escrows/"+late, "", 200); e["state"] != "funded" {
+		t.Fatalf("before the deadline: %v", e)
+	}
+	c.Advance(25 * time.Hour)
+	state := func(id string) any { return n.do(n.buyer, "GET", "/api/v1/escrows/"+id, "", 200)["state"] }
+	// Every schedule of the table shares the ticker: tick until both
+	// moved, at most 50 times.
+	for i := 0; i < 50 && (state(late) != "refunded" || state(kept) != "released"); i++ {
+		tick <- c.Now()
+	}
+	e := n.do(n.buyer, "GET", "/api/v1/escrows/"+late, "", 200)
+	trs := e["transitions"].([]any)
+	if e["state"] != "refunded" || trs[len(trs)-1].(map[string]any)["by"] != "schedule" {
+		t.Fatalf("past the deadline: %v", e)
+	}
+	if state(kept) != "released" {
+		t.Fatalf("past the dispute window: %v", state(kept))
+	}
+	if b, held := n.balance(n.buyer); b != 80 || held != 0 {
+		t.Errorf("buyer: balance %v held %v, want 80 and 0", b, held)
+	}
+	if op, _ := n.balance(n.operator); op-opBefore != 20 {
+		t.Errorf("the network key's account gained %v, want 20", op-opBefore)
+	}
+}
+
+// harnessKinds are escrow-schedule's trigger kinds in a plain harness.
+func harnessKinds(t *testing.T) []routes.TriggerKind {
+	h := mustHarness(t, harness.Options{Log: logging.Discard()})
+	return h.TriggerKinds("escrow-schedule")
 }
