@@ -426,14 +426,16 @@ var functions = []Function{
 	// in its account). verify invokes the provider within 25 s, hence 29.
 	// The schedule refunds funded escrows past their deadline and
 	// releases delivered ones past the dispute window (DISPUTE_WINDOW, a
-	// Go duration; empty: 24h) every minute.
+	// Go duration; empty: 24h) every 5 minutes: deadlines and windows are
+	// hours long, and a period unlike webhook-retry's lets a test drive
+	// each schedule alone.
 	{Name: "accounts", Builder: "shared/escrowhttp.BuildAccounts", MemoryMB: 256, TimeoutSeconds: 10,
 		Env: map[string]string{"NETWORK_PUBLIC_KEY": ""}},
 	{Name: "escrows", Builder: "shared/escrowhttp.BuildEscrows", MemoryMB: 256, TimeoutSeconds: 29,
 		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "DISPUTE_WINDOW": ""}},
 	{Name: "escrow-schedule", Builder: "shared/escrowhttp.BuildSchedule", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
 		Env:      map[string]string{"NETWORK_PUBLIC_KEY": "", "DISPUTE_WINDOW": ""},
-		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
+		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(5 minutes)"}}},
 
 	// A member's webhook routes.
 	{Name: "world-webhook-set", Builder: "shared/webhookhttp.BuildSet", MemoryMB: 256, TimeoutSeconds: 10},
