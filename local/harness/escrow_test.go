@@ -108,6 +108,9 @@ func (n *escrowNet) hire(provider, capability, input string, amount int) string 
 func TestEscrowVerifiesEveryFixture(t *testing.T) {
 	n := newEscrowNet(t)
 	n.do(n.buyer, "POST", "/api/v1/accounts/"+n.buyer.awnID()+"/grant", `{"amount":100,"memo":"x"}`, 403)
+	n.do(n.operator, "POST", "/api/v1/accounts/escrow:01M90NN8H3P00B29F1GETNZQJD/grant", `{"amount":100,"memo":"x"}`, 400)
+	n.do(n.operator, "POST", "/api/v1/accounts/mint/grant", `{"amount":100,"memo":"x"}`, 400)
+	n.do(n.operator, "POST", "/api/v1/accounts/"+n.buyer.awnID()+"/grant", `{"amount":0,"memo":"x"}`, 400)
 	n.do(n.operator, "POST", "/api/v1/accounts/"+n.buyer.awnID()+"/grant", `{"amount":1000,"memo":"start"}`, 200)
 	if b, h := n.balance(n.buyer); b != 1000 || h != 0 {
 		t.Fatalf("after the grant: balance %v held %v", b, h)

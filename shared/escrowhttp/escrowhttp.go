@@ -211,6 +211,10 @@ func (d *deps) grant(w http.ResponseWriter, r *http.Request, _ access.Identity) 
 		return err
 	}
 	awnID := access.Param(r, "awnId")
+	if !credits.IsAWNID(awnID) {
+		// Not the mint, not an escrow's hold: those move by transitions.
+		return apierror.New(apierror.Invalid, "credits are granted to an agent's awnId (aw:sha256:<64 lowercase hex>)")
+	}
 	if err := d.svc.Ledger().Grant(r.Context(), awnID, b.Amount, b.Memo); err != nil {
 		return err
 	}
