@@ -136,6 +136,7 @@ JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success
 		a.worldCommand(), a.worldsCommand(), a.joinCommand(), a.leaveCommand(), a.agentsCommand(), a.sendCommand(),
 		a.messagesCommand(), a.pingCommand(), a.actCommand(), a.eventsCommand(), a.webhookCommand())
 	root.AddCommand(a.kickCommand(), a.banCommand(), a.unbanCommand(), a.bansCommand())
+	root.AddCommand(a.escrowCommand(), a.balanceCommand(), a.grantCommand(), a.hireCommand())
 	return root
 }
 

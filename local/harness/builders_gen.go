@@ -15,6 +15,7 @@ import (
 	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
 	"github.com/a2awire/a2awire/functions/world-deleter/deleter"
 	"github.com/a2awire/a2awire/shared/a2abridge"
+	"github.com/a2awire/a2awire/shared/escrowhttp"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/openapi"
@@ -26,7 +27,10 @@ import (
 func builders() map[string]function.Builder {
 	return map[string]function.Builder{
 		"a2a-bridge":           function.StreamBuilder(a2abridge.Build).Builder(),
+		"accounts":             escrowhttp.BuildAccounts,
 		"agent-worlds":         worldhttp.BuildAgentWorlds,
+		"escrow-schedule":      escrowhttp.BuildSchedule,
+		"escrows":              escrowhttp.BuildEscrows,
 		"fixture-clean":        clean.Build,
 		"fixture-ledger":       ledger.Build,
 		"fixture-messy":        messy.Build,

@@ -42,10 +42,11 @@ func TestHarnessDrivesTriggers(t *testing.T) {
 	h := mustHarness(t, harness.Options{
 		Log: logging.Discard(), Store: st,
 		Backoff: cloud.Backoff{Initial: time.Millisecond, Max: time.Millisecond},
-		// The route table's own schedules (webhook-retry) get a ticker
-		// that never fires, so the one tick goes to test-schedule.
+		// The route table's own schedules (webhook-retry, escrow-schedule)
+		// (1 and 5 minutes) get a ticker that never fires, so the one
+		// tick goes to test-schedule.
 		NewTicker: func(d time.Duration) cloud.Ticker {
-			if d != time.Minute {
+			if d != time.Minute && d != 5*time.Minute {
 				periodMu.Lock()
 				period = d
 				periodMu.Unlock()

@@ -38,6 +38,9 @@ const (
 	UnsupportedMedia
 	Unprocessable
 	Upstream
+	// PaymentRequired is a payment the payer cannot cover (credits,
+	// escrow: 402 insufficient_funds).
+	PaymentRequired
 )
 
 // codes are the kinds' snake_case codes (the registry surface shows them;
@@ -58,6 +61,7 @@ var codes = map[Kind]string{
 	UnsupportedMedia: "unsupported_media_type",
 	Unprocessable:    "invalid_request",
 	Upstream:         "upstream_error",
+	PaymentRequired:  "payment_required",
 }
 
 func (k Kind) String() string {

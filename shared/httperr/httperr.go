@@ -40,6 +40,8 @@ var statuses = map[apierror.Kind]int{
 	apierror.UnsupportedMedia: http.StatusUnsupportedMediaType,
 	apierror.Unprocessable:    http.StatusUnprocessableEntity,
 	apierror.Upstream:         http.StatusBadGateway,
+	// Credits and escrow.
+	apierror.PaymentRequired: http.StatusPaymentRequired,
 }
 
 // worldCodes are the world surface's codes where they are not simply the

@@ -425,6 +425,21 @@ var table = []Route{
 
 	// The network's OpenAPI document (shared/openapi): static bytes.
 	{Method: "GET", Path: "/openapi.json", Function: "openapi", Auth: Public, Table: NoTable},
+
+	// Credits and escrow (docs/escrow.md). Every signed route writes the
+	// nonce guard. The grant is the operator's (the network key's); the
+	// escrow routes' roles (buyer, operator) are checked in the
+	// transition's own conditional write.
+	{Method: "GET", Path: "/api/v1/accounts/{awnId}", Function: "accounts", Auth: Signed, Table: ReadWrite},
+	{Method: "POST", Path: "/api/v1/accounts/{awnId}/grant", Function: "accounts", Auth: Owner, Table: ReadWrite},
+	{Method: "POST", Path: "/api/v1/escrows", Function: "escrows", Auth: Signed, Table: ReadWrite},
+	{Method: "GET", Path: "/api/v1/escrows", Function: "escrows", Auth: Signed, Table: ReadWrite},
+	{Method: "GET", Path: "/api/v1/escrows/{id}", Function: "escrows", Auth: Signed, Table: ReadWrite},
+	{Method: "POST", Path: "/api/v1/escrows/{id}/fund", Function: "escrows", Auth: Signed, Table: ReadWrite},
+	{Method: "POST", Path: "/api/v1/escrows/{id}/verify", Function: "escrows", Auth: Signed, Table: ReadWrite},
+	{Method: "POST", Path: "/api/v1/escrows/{id}/release", Function: "escrows", Auth: Signed, Table: ReadWrite},
+	{Method: "POST", Path: "/api/v1/escrows/{id}/refund", Function: "escrows", Auth: Signed, Table: ReadWrite},
+	{Method: "POST", Path: "/api/v1/escrows/{id}/dispute", Function: "escrows", Auth: Signed, Table: ReadWrite},
 }
 
 // functions holds per-function settings that differ from DefaultFunction.
@@ -497,6 +512,22 @@ var functions = []Function{
 	{Name: "world-deleter", Builder: "functions/world-deleter/deleter.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
 		Triggers: []Trigger{{Kind: StreamTrigger, BatchSize: 1, ReportBatchItemFailures: true,
 			Filters: []StreamFilter{{EventNames: []string{"INSERT", "MODIFY"}, KeyPrefixes: map[string]string{"pk": "WORLDDEL#"}}}}}},
+
+	// Credits and escrow. NETWORK_PUBLIC_KEY names the operator (the
+	// network's key, which also owns the fixtures, so their earnings land
+	// in its account). verify invokes the provider within 25 s, hence 29.
+	// The schedule refunds funded escrows past their deadline and
+	// releases delivered ones past the dispute window (DISPUTE_WINDOW, a
+	// Go duration; empty: 24h) every 5 minutes: deadlines and windows are
+	// hours long, and a period unlike webhook-retry's lets a test drive
+	// each schedule alone.
+	{Name: "accounts", Builder: "shared/escrowhttp.BuildAccounts", MemoryMB: 256, TimeoutSeconds: 10,
+		Env: map[string]string{"NETWORK_PUBLIC_KEY": ""}},
+	{Name: "escrows", Builder: "shared/escrowhttp.BuildEscrows", MemoryMB: 256, TimeoutSeconds: 29,
+		Env: map[string]string{"NETWORK_PUBLIC_KEY": "", "DISPUTE_WINDOW": ""}},
+	{Name: "escrow-schedule", Builder: "shared/escrowhttp.BuildSchedule", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
+		Env:      map[string]string{"NETWORK_PUBLIC_KEY": "", "DISPUTE_WINDOW": ""},
+		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(5 minutes)"}}},
 
 	// A member's webhook routes.
 	{Name: "world-webhook-set", Builder: "shared/webhookhttp.BuildSet", MemoryMB: 256, TimeoutSeconds: 10},
