@@ -20,9 +20,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
-	"net/http"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/egress"
