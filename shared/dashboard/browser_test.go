@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +40,10 @@ type site struct {
 	srv     *cloud.Server
 }
 
-func startSite(t *testing.T) *site {
+func startSite(t *testing.T) *site { return startSiteWith(t, nil) }
+
+// startSiteWith serves wrap(harness) behind the dashboard when wrap is set.
+func startSiteWith(t *testing.T, wrap func(http.Handler) http.Handler) *site {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,7 +69,11 @@ func startSite(t *testing.T) *site {
 	if _, _, err := harness.SeedLobby(ctx, st, key); err != nil {
 		t.Fatal(err)
 	}
-	handler, err := dashboard.Mount(h, dashboard.Options{DevKey: key})
+	var api http.Handler = h
+	if wrap != nil {
+		api = wrap(h)
+	}
+	handler, err := dashboard.Mount(api, dashboard.Options{DevKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,4 +414,58 @@ func TestBrowserSignsAsTheCLI(t *testing.T) {
 			t.Errorf("%s: browser %q, Go signer %q", h, got[h], want.Get(h))
 		}
 	}
+}
+
+// TestLiveEventsOverTheStream serves the world's event stream in the wire
+// format of Server-Sent Events (id, event, data lines; comment heartbeats)
+// in front of the harness, and checks the live view reads it: the events
+// sent before and after the page started following, heartbeats ignored.
+func TestLiveEventsOverTheStream(t *testing.T) {
+	send := make(chan string, 4)
+	var signed atomic.Bool
+	s := startSiteWith(t, func(api http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v0/worlds/lobby/events/stream" {
+				api.ServeHTTP(w, r)
+				return
+			}
+			signed.Store(strings.Contains(r.Header.Get("Signature-Input"), `tag="web-bot-auth"`) && r.Header.Get("Signature") != "")
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			rc := http.NewResponseController(w)
+			_ = rc.Flush()
+			for {
+				select {
+				case ev := <-send:
+					_, _ = io.WriteString(w, ev)
+					_ = rc.Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		})
+	})
+	ctx := browser(t)
+	event := func(id, typ string) string {
+		data := fmt.Sprintf(`{"eventId":%q,"type":%q,"worldId":"lobby","data":{"n":%q},"visibility":"public","createdAt":"2026-12-04T12:00:00Z"}`, id, typ, id)
+		return "id: " + id + "\nevent: " + typ + "\ndata: " + data + "\n\n"
+	}
+	send <- event("01KBEFORE0000000000000000A", "agent.joined")
+	run(t, ctx, "open", chromedp.Navigate(s.base+"/#events"))
+	run(t, ctx, "dev key", press("#dev-key"))
+	waitFor(t, ctx, "key loaded", `document.querySelector("#key-status").textContent.startsWith("Signing as")`)
+	run(t, ctx, "follow", press("#events-start"))
+	waitFor(t, ctx, "streaming", `document.querySelector("#events-status").textContent === "Following lobby (event stream)."`)
+	waitFor(t, ctx, "first event", `!!document.querySelector('#events-table tr[data-event-id="01KBEFORE0000000000000000A"]')`)
+	send <- ": heartbeat\n\n"
+	send <- event("01KAFTER00000000000000000B", "action.submitted")
+	waitFor(t, ctx, "live event", `document.querySelector('#events-table tr[data-event-id="01KAFTER00000000000000000B"]')?.dataset.type === "action.submitted"`)
+	if n := text(t, ctx, "#events-table tbody"); strings.Contains(n, "heartbeat") {
+		t.Errorf("a heartbeat comment shows as an event: %q", n)
+	}
+	if !signed.Load() {
+		t.Error("the stream request carried no Web Bot Auth signature")
+	}
+	screenshot(t, ctx, "events-stream")
+	run(t, ctx, "stop", press("#events-stop"))
 }
