@@ -295,6 +295,8 @@ func TestDashboardViews(t *testing.T) {
 	if len(bans) != 1 || bans[0].(map[string]any)["awnId"] != carol.awnID || bans[0].(map[string]any)["reason"] != "spam" {
 		t.Errorf("the API's bans after banning from the dashboard: %v", bans)
 	}
+	lobby = dev.must(t, "GET", "/v0/worlds/lobby", nil)
+	waitFor(t, ctx, "member count after the ban", `document.querySelector('#worlds-table tr[data-world="lobby"] td:nth-child(5)')?.textContent === `+js(fmt.Sprint(lobby["memberCount"])))
 	screenshot(t, ctx, "worlds")
 
 	// Inbox depth.

@@ -212,7 +212,7 @@ async function loadMembers() {
     const actions = cell(tr, "");
     actions.appendChild(button("Kick", () => guard(async () => {
       await api("POST", `/v0/worlds/${enc(state.world)}/members/${enc(a.awnId)}/kick`, { signed: true });
-      await openWorld(state.world, false);
+      await loadWorlds(false); // counts change too
     }, "#members-error"), `Kick slot ${a.slot}`));
     body.appendChild(tr);
   }
@@ -230,7 +230,7 @@ async function loadBans() {
     cell(tr, when(b.bannedAt));
     cell(tr, "").appendChild(button("Unban", () => guard(async () => {
       await api("DELETE", `/v0/worlds/${enc(state.world)}/bans/${enc(b.awnId)}`, { signed: true });
-      await openWorld(state.world, false);
+      await loadWorlds(false);
     }, "#bans-error"), `Unban ${b.awnId}`));
     body.appendChild(tr);
   }
@@ -239,7 +239,7 @@ async function loadBans() {
 $("#world-join").addEventListener("click", () => guard(async () => {
   if (!state.id) throw new ApiError("Joining needs a signing key: load one above.");
   await api("POST", `/v0/worlds/${enc(state.world)}/join`, { body: { publicKey: state.id.publicKey }, signed: true });
-  await openWorld(state.world, false);
+  await loadWorlds(false);
 }, "#members-error"));
 
 $("#ban-form").addEventListener("submit", (ev) => {
@@ -249,7 +249,7 @@ $("#ban-form").addEventListener("submit", (ev) => {
     await api("PUT", `/v0/worlds/${enc(state.world)}/bans/${enc($("#ban-id").value.trim())}`, { body: reason ? { reason } : {}, signed: true });
     $("#ban-id").value = "";
     $("#ban-reason").value = "";
-    await openWorld(state.world, false);
+    await loadWorlds(false);
   }, "#bans-error");
 });
 
