@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,33 +157,62 @@ func (a *agent) must(t *testing.T, method, path string, body any) map[string]any
 	return m
 }
 
-// browser starts Debian's chromium headless. It fails the test, never
-// skips it, when chromium is missing or cannot start: make test installs it.
+// chromiumOnce is the one headless chromium the package's tests share, a
+// tab each: a launch costs seconds on a loaded machine.
+var chromiumOnce struct {
+	sync.Once
+	ctx  context.Context
+	err  error
+	stop func()
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chromiumOnce.stop != nil {
+		chromiumOnce.stop()
+	}
+	os.Exit(code)
+}
+
+// browser returns a new tab of Debian's chromium, headless. It fails the
+// test, never skips it, when chromium is missing or cannot start: make test
+// installs it.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	var path string
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
+	chromiumOnce.Do(func() {
+		var path string
+		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if p, err := exec.LookPath(name); err == nil {
+				path = p
+				break
+			}
 		}
+		if path == "" {
+			chromiumOnce.err = fmt.Errorf("no chromium on PATH: the dashboard's browser tests need Debian's chromium (make browser-deps, run by make test, installs it)")
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1280, 1000), chromedp.DisableGPU)
+		if os.Geteuid() == 0 {
+			// Chromium refuses to run its sandbox as root (containers, CI).
+			opts = append(opts, chromedp.NoSandbox)
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		chromiumOnce.ctx, chromiumOnce.stop = ctx, func() { cancel(); cancelAlloc() }
+		if err := chromedp.Do(ctx); err != nil {
+			chromiumOnce.err = fmt.Errorf("chromium (%s) did not start: %w", path, err)
+		}
+	})
+	if chromiumOnce.err != nil {
+		t.Fatal(chromiumOnce.err)
 	}
-	if path == "" {
-		t.Fatal("no chromium on PATH: the dashboard's browser tests need Debian's chromium (make browser-deps, run by make test, installs it)")
+	tab, cancelTab := chromedp.NewContext(chromiumOnce.ctx)
+	tab, cancelTimeout := context.WithTimeout(tab, 90*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelTab() })
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("chromium: new tab: %v", err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1280, 1000), chromedp.DisableGPU)
-	if os.Geteuid() == 0 {
-		// Chromium refuses to run its sandbox as root (containers, CI).
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("chromium (%s) did not start: %v", path, err)
-	}
-	return ctx
+	return tab
 }
 
 func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
