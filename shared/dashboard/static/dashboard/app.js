@@ -40,6 +40,8 @@ function describe(json, text) {
   if (json && typeof json === "object") {
     if (json.error && typeof json.error === "object") return `${json.error.code}: ${json.error.message}`;
     if (typeof json.error === "string") return `${json.error}: ${json.message ?? ""}`;
+    // The gateway's own answer when no route matches.
+    if (json.message === "Not Found") return "Not Found (this server has no such route)";
     if (json.message) return json.message;
   }
   return text ? text.slice(0, 300) : "(no body)";
@@ -80,7 +82,9 @@ function button(label, onClick, name) {
 }
 
 const when = (t) => (t ? new Date(t).toLocaleString() : "");
-const enc = encodeURIComponent;
+// enc escapes a path segment as awn does (Go's url.PathEscape): an awnId's
+// colons stay as they are.
+const enc = (s) => encodeURIComponent(s).replace(/%3A/gi, ":");
 
 // ---- key ----
 
