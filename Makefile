@@ -22,7 +22,7 @@ PORT = 8000
 # A Lambda's binary carries only its own code; past 12 MB something leaked in.
 MAX_BOOTSTRAP_BYTES := 12000000
 
-.PHONY: help local local-bin dynamodb-local awn test test-go test-race test-fastapi test-infra check check-tests python-deps build invoke lint fuzz bench bench-external bench-go synth deploy diff cdk-bootstrap tools npm clean
+.PHONY: help local local-bin dynamodb-local awn openapi test test-go test-race test-fastapi test-infra check check-tests python-deps build invoke lint fuzz bench bench-external bench-go synth deploy diff cdk-bootstrap tools npm clean
 
 ## local: build bin/a2awire-local and run the whole system in one process on ADDR (127.0.0.1:8080), flags in ARGS.
 local: local-bin
@@ -53,6 +53,10 @@ dynamodb-local: npm
 awn:
 	@echo "awn: compiling ./cmd/awn into bin/awn..."
 	@$(GO) build -o bin/awn ./cmd/awn
+
+## openapi: regenerate docs/openapi.json (and the copy /openapi.json serves) from the route table and types.
+openapi:
+	$(GO) generate ./shared/openapi
 
 ## test: every test, race detector on, DynamoDB Local and the CDK included (what CI runs: .ci/run).
 # After the setup, lint, build, the Go tests, the FastAPI conformance run and
@@ -132,7 +136,8 @@ fuzz:
 		done
 
 ## bench: the benchmark table (harness path, protocol kit, cold starts, DynamoDB cost, signing, memory) with
-##   baselines measured in the same run; prints it and writes bench/results.json (about 3 minutes).
+##   baselines measured in the same run; prints it (100 columns wide) with a summary line and writes
+##   bench/results.json (about 3 minutes); exits 1 when a row MISSED its target or could not be measured.
 bench: npm tools build local-bin
 	@mkdir -p bench
 	@echo "bench: Go benchmarks of the protocol kit, the gateway and signing, -count $(BENCHCOUNT) (benchstat-ready: bench/gobench.txt)..." >&2

@@ -155,7 +155,9 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another harness running? pick another with -addr)", cfg.addr, err)
+		// Most people start the harness through make, which takes the
+		// address as ADDR=, not as the flag: the hint names both.
+		return fmt.Errorf("listen on %s: %w (is another harness running? pick another address: make local ADDR=127.0.0.1:8081, or -addr 127.0.0.1:8081)", cfg.addr, err)
 	}
 	base := "http://" + ln.Addr().String()
 	// The cards name the configured URL, as BASE_URL does in a deploy,
@@ -225,7 +227,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 }
 
 func printBanner(w io.Writer, base, where string, triggers []string) {
-	fmt.Fprintf(w, "a2awire local harness listening on %s\nstore: %s\n\n", base, where)
+	fmt.Fprintf(w, "a2awire local harness listening on %s\nstore: %s\nOpenAPI 3.1 document of every route: %s/openapi.json\n\n", base, where, base)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "METHOD\tPATH\tFUNCTION\tAUTH")
 	for _, r := range routes.All() {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -326,6 +327,21 @@ func TestUsageErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "usage") {
 			t.Errorf("%v: err = %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestBusyAddressNamesADDR: when the address is taken, the error says how
+// to pick another both ways the harness is started: make local ADDR=…
+// and -addr.
+func TestBusyAddressNamesADDR(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = run(context.Background(), []string{"-addr", ln.Addr().String()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "make local ADDR=127.0.0.1:8081") || !strings.Contains(err.Error(), "-addr 127.0.0.1:8081") {
+		t.Fatalf("a busy address: %v", err)
 	}
 }
 

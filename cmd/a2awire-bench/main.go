@@ -168,14 +168,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "\nwritten: %s, %s\n", filepath.Join(c.out, "results.json"), filepath.Join(c.out, "results.md"))
-	var bad []string
+	return verdict(rows)
+}
+
+// verdict is the run's exit: an error naming the rows that missed their
+// target or could not be measured, so make bench fails when one did.
+func verdict(rows []Row) error {
+	var missed, failed []string
 	for _, r := range rows {
-		if r.Status == Failed {
-			bad = append(bad, r.ID)
+		switch r.Status {
+		case Missed:
+			missed = append(missed, r.ID)
+		case Failed:
+			failed = append(failed, r.ID)
 		}
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("rows %s could not be measured", strings.Join(bad, ", "))
+	var errs []string
+	if len(missed) > 0 {
+		errs = append(errs, fmt.Sprintf("rows %s missed their targets", strings.Join(missed, ", ")))
+	}
+	if len(failed) > 0 {
+		errs = append(errs, fmt.Sprintf("rows %s could not be measured", strings.Join(failed, ", ")))
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
 }

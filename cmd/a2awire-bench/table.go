@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 )
 
 // Status says whether a row met its target.
@@ -53,26 +53,151 @@ func within(ok bool) Status {
 	return Missed
 }
 
-// WriteTable renders the report as one aligned table, then how each row
-// was measured, keyed by row id (rows measured alike share one line), since
-// the methods are too long for a column.
+// Width is the most columns a line of WriteTable's output takes: a
+// terminal's 100, so a row never runs off the screen; the whole text of
+// every cell stays in results.md and results.json.
+const Width = 100
+
+// WriteTable renders the report as one aligned table whose cells wrap
+// within Width, then a summary line (how many rows met, missed or failed,
+// naming those that did not), then how each row was measured, keyed by
+// row id (rows measured alike share one line), since the methods are too
+// long for a column.
 func WriteTable(w io.Writer, r Report) error {
 	fmt.Fprintf(w, "a2awire benchmarks — %s (%s, took %s)\n\n", r.Machine, r.Started, r.Elapsed)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tMEASURE\tRESULT\tTARGET\tSTATUS")
-	for _, row := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", row.ID, row.Name, oneLine(row.Result), oneLine(row.Target), row.Status)
+	header := [5]string{"#", "MEASURE", "RESULT", "TARGET", "STATUS"}
+	cells := make([][5]string, len(r.Rows))
+	for i, row := range r.Rows {
+		cells[i] = [5]string{row.ID, oneLine(row.Name), oneLine(row.Result), oneLine(row.Target), string(row.Status)}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	widths := columnWidths(header, cells)
+	writeRow(w, widths, header)
+	for _, c := range cells {
+		writeRow(w, widths, c)
+	}
+	fmt.Fprintln(w)
+	for _, l := range wrap(Summary(r.Rows), Width) {
+		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintln(w, "\nhow each row was measured:")
 	for _, m := range methods(r.Rows) {
-		if _, err := fmt.Fprintf(w, "  %s: %s\n", m.ids, m.text); err != nil {
-			return err
+		for i, l := range wrap(m.ids+": "+m.text, Width-4) {
+			indent := "  "
+			if i > 0 {
+				indent = "    "
+			}
+			if _, err := fmt.Fprintln(w, indent+l); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// Summary is one line saying how the rows fared: the count of each status
+// and the ids of the rows that missed their target or failed.
+func Summary(rows []Row) string {
+	count := map[Status][]string{}
+	for _, r := range rows {
+		count[r.Status] = append(count[r.Status], r.ID)
+	}
+	parts := []string{fmt.Sprintf("%d ok", len(count[Met]))}
+	for _, st := range []Status{Missed, Failed} {
+		if ids := count[st]; len(ids) > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s (%s)", len(ids), st, strings.Join(ids, ", ")))
+		} else {
+			parts = append(parts, fmt.Sprintf("0 %s", strings.ToLower(string(st))))
+		}
+	}
+	for _, st := range []Status{Info, NotBuilt} {
+		if n := len(count[st]); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	return fmt.Sprintf("summary: %d rows: %s", len(rows), strings.Join(parts, ", "))
+}
+
+// columnWidths fits the five columns in Width: the id and the status
+// take what they need, the other three their natural width when all fit,
+// else the measure and the target are capped and the result takes the
+// rest (each at least a few columns, so a word rarely splits).
+func columnWidths(header [5]string, rows [][5]string) [5]int {
+	var nat [5]int
+	for _, c := range append([][5]string{header}, rows...) {
+		for i, s := range c {
+			nat[i] = max(nat[i], utf8.RuneCountInString(s))
+		}
+	}
+	const gap = 2
+	avail := Width - nat[0] - nat[4] - 4*gap
+	w := nat
+	if nat[1]+nat[2]+nat[3] <= avail {
+		return w
+	}
+	w[1] = max(min(nat[1], avail*30/100), 8)
+	w[3] = max(min(nat[3], avail*28/100), 8)
+	w[2] = max(avail-w[1]-w[3], 8)
+	if spare := w[2] - nat[2]; spare > 0 { // the results are short: give the rest back
+		w[2] = nat[2]
+		w[1] = min(nat[1], w[1]+spare)
+		w[3] = min(nat[3], avail-w[1]-w[2])
+	}
+	return w
+}
+
+// writeRow writes one row, each cell wrapped within its column, as many
+// lines as its tallest cell; the last column is not padded.
+func writeRow(w io.Writer, widths [5]int, cells [5]string) {
+	var lines [5][]string
+	height := 1
+	for i, c := range cells {
+		lines[i] = wrap(c, widths[i])
+		height = max(height, len(lines[i]))
+	}
+	for l := range height {
+		var b strings.Builder
+		for i := range cells {
+			var s string
+			if l < len(lines[i]) {
+				s = lines[i][l]
+			}
+			if i == len(cells)-1 {
+				b.WriteString(s)
+				break
+			}
+			b.WriteString(s)
+			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(s)+2))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// wrap breaks s at spaces into lines of at most width characters; a word
+// longer than width is split.
+func wrap(s string, width int) []string {
+	var out []string
+	var cur []rune
+	for _, word := range strings.Fields(s) {
+		rw := []rune(word)
+		for len(rw) > width {
+			if len(cur) > 0 {
+				out, cur = append(out, string(cur)), nil
+			}
+			out, rw = append(out, string(rw[:width])), rw[width:]
+		}
+		switch {
+		case len(cur) == 0:
+			cur = rw
+		case len(cur)+1+len(rw) <= width:
+			cur = append(append(cur, ' '), rw...)
+		default:
+			out, cur = append(out, string(cur)), rw
+		}
+	}
+	if len(cur) > 0 || len(out) == 0 {
+		out = append(out, string(cur))
+	}
+	return out
 }
 
 // WriteMarkdown renders the same table and methods in Markdown, for

@@ -142,3 +142,88 @@ PASS
 		t.Errorf("row 5a without its benchmarks: %+v, want FAILED", rows[2])
 	}
 }
+
+// TestWriteTableFitsATerminal: rows whose result, target and method run
+// to hundreds of characters wrap within Width columns, every word kept,
+// each row's id and status on its first line.
+func TestWriteTableFitsATerminal(t *testing.T) {
+	long := strings.Repeat("0.736 (median of 12 rounds, 0.64–0.79, pooled 0.73; harness 30842 req/s, p50 0.42 ms) ", 8)
+	rep := sampleReport()
+	rep.Rows = append(rep.Rows,
+		Row{ID: "9", Name: "harness path: punctual ping, requests/s harness ÷ bare net/http", Result: long, Target: "≥ 0.70 (stretch 0.80) and " + long[:200], Status: Missed, Method: long},
+		Row{ID: "10", Name: "one-word", Result: strings.Repeat("x", 250), Target: "t", Status: Met})
+	var b bytes.Buffer
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for i, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > Width {
+			t.Errorf("line %d is %d columns: %q", i+1, n, l)
+		}
+	}
+	joined := strings.Join(strings.Fields(out), " ")
+	for _, word := range strings.Fields(long) {
+		if !strings.Contains(joined, word) {
+			t.Fatalf("word %q of the result lost", word)
+		}
+	}
+	xs := 0
+	for _, f := range strings.Fields(out) {
+		if strings.Trim(f, "x") == "" {
+			xs += len(f)
+		}
+	}
+	if xs != 250 {
+		t.Errorf("the 250-character word shows %d of its characters", xs)
+	}
+	var first string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "9 ") {
+			first = l
+			break
+		}
+	}
+	if !strings.HasSuffix(first, "MISSED") {
+		t.Errorf("row 9's first line does not end with its status: %q", first)
+	}
+}
+
+// TestSummaryNamesWhatMissed: the summary line counts each status and
+// names the rows that missed or failed; it is in the table's output.
+func TestSummaryNamesWhatMissed(t *testing.T) {
+	rows := append(sampleReport().Rows, Row{ID: "8", Status: Failed})
+	got := Summary(rows)
+	want := "summary: 5 rows: 1 ok, 1 MISSED (3b), 1 FAILED (8), 1 info, 1 not built yet"
+	if got != want {
+		t.Fatalf("Summary = %q, want %q", got, want)
+	}
+	if got := Summary(sampleReport().Rows[:1]); got != "summary: 1 rows: 1 ok, 0 missed, 0 failed" {
+		t.Fatalf("all met: %q", got)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, sampleReport()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\nsummary: 4 rows: 1 ok, 1 MISSED (3b), 0 failed, 1 info, 1 not built yet\n") {
+		t.Errorf("no summary line in the table:\n%s", b.String())
+	}
+}
+
+// TestVerdictFailsOnAMissedRow: make bench exits non-zero (run returns an
+// error) when a row missed its target or failed, naming it; met, info and
+// not-built rows pass.
+func TestVerdictFailsOnAMissedRow(t *testing.T) {
+	if err := verdict(sampleReport().Rows); err == nil || err.Error() != "rows 3b missed their targets" {
+		t.Fatalf("a MISSED row: %v", err)
+	}
+	rows := append(sampleReport().Rows, Row{ID: "8", Status: Failed})
+	if err := verdict(rows); err == nil || !strings.Contains(err.Error(), "rows 8 could not be measured") {
+		t.Fatalf("a FAILED row: %v", err)
+	}
+	ok := sampleReport().Rows
+	ok = append(ok[:2:2], ok[3])
+	if err := verdict(ok); err != nil {
+		t.Fatalf("no row missed: %v", err)
+	}
+}

@@ -74,6 +74,8 @@ type Entry struct {
 
 	mu   sync.Mutex
 	idle []idleHandler // most recently used last
+
+	running sync.WaitGroup // Invoke's function goroutines, for Drain
 }
 
 // An idle handler is dropped when another is released after it has waited
@@ -121,7 +123,7 @@ func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	defer cancel()
 	done := make(chan result, 1) // buffered: a late result nobody waits for is dropped
-	go func() { done <- e.run(fctx, payload) }()
+	e.running.Go(func() { done <- e.run(fctx, payload) })
 	select {
 	case r := <-done:
 		return e.checked(r)
@@ -129,6 +131,12 @@ func (e *Entry) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, e.expired(ctx)
 	}
 }
+
+// Drain waits for the functions Invoke left running past their caller: a
+// trigger stopping on a cancelled context answers at once, as Lambda's
+// poller does, while the function may still be writing. Whoever closes
+// what the functions use (a store) drains first.
+func (e *Entry) Drain() { e.running.Wait() }
 
 // invokeHere is Invoke run on the calling goroutine. When the deadline passes first, expired is called on another
 // goroutine with the error Invoke would return, at the deadline; invokeHere

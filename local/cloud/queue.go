@@ -90,12 +90,20 @@ func (m *QueueMapping) invoke(ctx context.Context, msgs []queue.Received) {
 	}
 	payload, err := json.Marshal(ev)
 	if err == nil {
+		start := time.Now()
 		var out []byte
 		out, err = m.Entry.Invoke(ctx, payload)
 		if err == nil {
 			var keep map[string]bool
 			keep, err = m.failures(out, msgs)
 			if err == nil {
+				outcome := "ok"
+				if len(keep) > 0 {
+					outcome = "some kept for a retry"
+				}
+				m.Log.LogAttrs(ctx, slog.LevelInfo, "queue batch", slog.String("function", m.Entry.Name()), slog.String("queue", m.Trigger.Queue),
+					slog.Int("messages", len(msgs)), slog.Int("kept", len(keep)),
+					slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("outcome", outcome))
 				for _, r := range msgs {
 					if keep[r.ID] {
 						continue

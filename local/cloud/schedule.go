@@ -89,8 +89,14 @@ func (s *Schedule) Run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if _, err := s.Entry.Invoke(ctx, payload); err != nil && ctx.Err() == nil {
+			start := time.Now()
+			_, err = s.Entry.Invoke(ctx, payload)
+			switch {
+			case err != nil && ctx.Err() == nil:
 				s.Log.ErrorContext(ctx, "scheduled invocation failed", "function", s.Entry.Name(), "err", err)
+			case err == nil:
+				s.Log.LogAttrs(ctx, slog.LevelInfo, "scheduled invocation", slog.String("function", s.Entry.Name()),
+					slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("outcome", "ok"))
 			}
 		}
 	}

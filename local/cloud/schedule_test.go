@@ -2,12 +2,15 @@ package cloud_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -95,5 +98,43 @@ func TestScheduleRefusesCron(t *testing.T) {
 	s := &cloud.Schedule{Entry: cloud.NewEntry("fn", func() {}, time.Second), Expression: "cron(0 * * * ? *)", Log: logging.Discard()}
 	if err := s.Run(context.Background()); err == nil {
 		t.Error("cron accepted")
+	}
+}
+
+// TestScheduleLogsEachInvocation: a tick whose invocation succeeds writes
+// a "scheduled invocation" line with outcome=ok, one that fails its error
+// line: the log shows every run of the schedule.
+func TestScheduleLogsEachInvocation(t *testing.T) {
+	calls := 0
+	fn := func(context.Context, events.EventBridgeEvent) error {
+		calls++
+		if calls == 2 {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	logs := &capture.Buffer{}
+	tick := &manualTicker{c: make(chan time.Time)}
+	s := &cloud.Schedule{
+		Entry: cloud.NewEntry("fn-cron", fn, time.Second), Expression: "rate(1 minute)", Log: slog.New(slog.NewTextHandler(logs, nil)),
+		NewTicker: func(time.Duration) cloud.Ticker { return tick },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tick.c <- at
+	tick.c <- at.Add(time.Minute)
+	tick.c <- at.Add(2 * time.Minute) // taken only once the second run is logged
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if n := strings.Count(out, `level=INFO msg="scheduled invocation" function=fn-cron duration_ms=`); n < 1 {
+		t.Errorf("no success line:\n%s", out)
+	}
+	if !strings.Contains(out, `level=ERROR msg="scheduled invocation failed" function=fn-cron`) {
+		t.Errorf("no failure line:\n%s", out)
 	}
 }

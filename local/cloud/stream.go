@@ -130,7 +130,15 @@ func (s *Stream) deliverFiltered(ctx context.Context, filter *Filter, recs []eve
 	acked := 0
 	var err error
 	if len(kept) > 0 {
+		start := time.Now()
 		acked, err = s.deliver(ctx, kept)
+		if err == nil {
+			// One line per batch the function took, as the gateway writes
+			// one per request; a failed batch has its own error line (Run).
+			s.Log.LogAttrs(ctx, slog.LevelInfo, "stream batch", slog.String("function", s.Entry.Name()),
+				slog.Int("records", len(kept)), slog.Int("filtered_out", len(recs)-len(kept)),
+				slog.Int64("duration_ms", time.Since(start).Milliseconds()), slog.String("outcome", "ok"))
+		}
 	}
 	// Everything before the first kept record not acknowledged is consumed.
 	upTo := len(recs) - 1

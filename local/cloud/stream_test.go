@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2awire/a2awire/local/cloud"
+	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
@@ -318,5 +321,54 @@ func TestStreamFilterPassesOverRecords(t *testing.T) {
 	runStream(t, f, trig, r, func() bool { return f.committed("fn-stream") == 2 })
 	if got := r.seen(); len(got) != 0 {
 		t.Errorf("invoked with %v, want no invocation", got)
+	}
+}
+
+// TestStreamLogsEachBatch: a batch the function took writes one "stream
+// batch" line with its function, records and outcome; a failed one its
+// error line with the attempt, so the log shows what the stream did.
+func TestStreamLogsEachBatch(t *testing.T) {
+	f := newFakeFeed(3)
+	r := &recorder{script: func(n int, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		if n == 1 {
+			return events.DynamoDBEventResponse{}, errors.New("boom")
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}}
+	logs := &capture.Buffer{}
+	s := &cloud.Stream{
+		Entry:   cloud.NewEntry("fn-stream", r.handle, time.Second),
+		Feed:    f,
+		Trigger: routes.Trigger{Kind: routes.StreamTrigger, BatchSize: 3},
+		Log:     slog.New(slog.NewTextHandler(logs, nil)),
+		Backoff: cloud.Backoff{Initial: time.Millisecond, Max: time.Millisecond},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.After(10 * time.Second)
+	for f.committed("fn-stream") != 3 {
+		select {
+		case <-deadline:
+			cancel()
+			t.Fatalf("stream did not commit; batches %v", r.seen())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{
+		`level=ERROR msg="stream batch failed; retrying" function=fn-stream records=3 attempt=1`,
+		`level=INFO msg="stream batch" function=fn-stream records=3 filtered_out=0 duration_ms=`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, `msg="stream batch"`); n != 1 {
+		t.Errorf("%d success lines, want 1:\n%s", n, out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/a2awire/a2awire/functions/world-deleter/deleter"
 	"github.com/a2awire/a2awire/shared/fixtures/seed"
 	"github.com/a2awire/a2awire/shared/function"
+	"github.com/a2awire/a2awire/shared/openapi"
 	"github.com/a2awire/a2awire/shared/webhookhttp"
 	"github.com/a2awire/a2awire/shared/worldhttp"
 )
@@ -29,6 +30,7 @@ func builders() map[string]function.Builder {
 		"fixture-messy":        messy.Build,
 		"fixture-punctual":     punctual.Build,
 		"fixture-translator":   translator.Build,
+		"openapi":              openapi.Build,
 		"registry":             registryapi.Build,
 		"registry-seed":        seed.Build,
 		"webhook-deadletter":   deadletter.Build,

@@ -384,5 +384,16 @@ func (h *Harness) Run(ctx context.Context) error {
 		start(m.Run)
 	}
 	wg.Wait()
+	// The store outlives Run: functions an invocation left running when
+	// ctx ended finish before Run returns and the caller closes it.
+	for _, s := range h.streams {
+		s.Entry.Drain()
+	}
+	for _, s := range h.schedule {
+		s.Entry.Drain()
+	}
+	for _, m := range h.mappings {
+		m.Entry.Drain()
+	}
 	return errors.Join(errs...)
 }

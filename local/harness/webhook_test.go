@@ -64,7 +64,18 @@ func TestWebhookThroughHarness(t *testing.T) {
 	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st, Now: c.Now,
 		NewTicker: func(time.Duration) cloud.Ticker { return tick }})
 	deliveries := h.Queue(routes.DeliveryQueue)
+	// advance moves the clock once no receive of the delivery queue is
+	// held: a move while the worker still holds a message would end its
+	// visibility timeout and deliver it a second time.
 	advance := func(d time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for deliveries.Held() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the delivery queue still holds %d receives", deliveries.Held())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		c.Advance(d)
 		deliveries.Wake()
 	}

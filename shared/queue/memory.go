@@ -33,6 +33,7 @@ type memMsg struct {
 	receives int
 	receipt  string // the latest receipt; "" before the first receive
 	deleted  bool
+	held     bool // received, and neither deleted nor given a new visibility since
 }
 
 // MemoryOption configures a Memory.
@@ -154,6 +155,7 @@ func (m *Memory) take(max int) ([]Received, time.Duration, chan struct{}) {
 		msg.receipt = fmt.Sprintf("%s/%d/%s", msg.id, msg.receives, rand.Text()[:8])
 		m.byRcpt[msg.receipt] = msg
 		msg.visible = now.Add(m.cfg.VisibilityTimeout)
+		msg.held = true
 		out = append(out, Received{ID: msg.id, Body: msg.body, Receipt: msg.receipt, ReceiveCount: msg.receives, SentAt: msg.sentAt})
 	}
 	return out, next, m.changed
@@ -200,8 +202,25 @@ func (m *Memory) ChangeVisibility(_ context.Context, receipt string, d time.Dura
 		return ErrReceiptInvalid
 	}
 	msg.visible = m.now().Add(d)
+	msg.held = false
 	m.notifyLocked()
 	return nil
+}
+
+// Held is how many messages a receiver holds: received, still invisible
+// from that receive, and neither deleted nor given a new visibility since.
+// A test that moves a fake clock waits for none to be held first, or the
+// move would expire a receive still being worked on and deliver it twice.
+func (m *Memory) Held() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now, n := m.now(), 0
+	for _, msg := range m.msgs {
+		if !msg.deleted && msg.held && msg.visible.After(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // Len is how many messages the queue holds, visible or not.

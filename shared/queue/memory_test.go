@@ -58,3 +58,39 @@ func TestMemoryRealClockWaits(t *testing.T) {
 		t.Errorf("received after %v, want just after the 200 ms delay", el)
 	}
 }
+
+// TestMemoryHeld: a receive is held until it is deleted, given a new
+// visibility, or its visibility timeout ends.
+func TestMemoryHeld(t *testing.T) {
+	ctx := t.Context()
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	q := queue.NewMemory(queue.Config{VisibilityTimeout: 30 * time.Second}, queue.WithClock(clock.now))
+	for _, b := range []string{"a", "b", "c"} {
+		if err := q.Send(ctx, queue.Message{Body: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := q.Held(); n != 0 {
+		t.Fatalf("held before any receive: %d", n)
+	}
+	got, err := q.Receive(ctx, 3, 0)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("Receive: %v %v", got, err)
+	}
+	if n := q.Held(); n != 3 {
+		t.Fatalf("held after receiving 3: %d", n)
+	}
+	if err := q.Delete(ctx, got[0].Receipt); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.ChangeVisibility(ctx, got[1].Receipt, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.Held(); n != 1 {
+		t.Fatalf("held after a delete and a visibility change: %d, want 1", n)
+	}
+	clock.add(31 * time.Second)
+	if n := q.Held(); n != 0 {
+		t.Fatalf("held after the visibility timeout ended: %d", n)
+	}
+}

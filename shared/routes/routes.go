@@ -346,6 +346,9 @@ var table = []Route{
 	{Method: "GET", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-show", Auth: Member, Table: ReadWrite},
 	{Method: "DELETE", Path: "/v0/worlds/{world}/webhook", Function: "world-webhook-remove", Auth: Member, Table: ReadWrite},
 	{Method: "POST", Path: "/v0/worlds/{world}/webhook/replay", Function: "world-webhook-replay", Auth: Member, Table: ReadWrite},
+
+	// The network's OpenAPI document (shared/openapi): static bytes.
+	{Method: "GET", Path: "/openapi.json", Function: "openapi", Auth: Public, Table: NoTable},
 }
 
 // functions holds per-function settings that differ from DefaultFunction.
@@ -395,6 +398,8 @@ var functions = []Function{
 	// CloudFormation custom resource, infra/stack Seeding), which writes
 	// the registry's items and creates the world lobby; 20 s covers five
 	// registrations, the lobby and retries.
+	// Serves the committed OpenAPI document; no table, no settings.
+	{Name: "openapi", Builder: "shared/openapi.Build", MemoryMB: 128, TimeoutSeconds: 10},
 	{Name: "registry-seed", Builder: "shared/fixtures/seed.Build", MemoryMB: 128, TimeoutSeconds: 20, Table: ReadWrite},
 
 	// The deleter of deleted worlds: its stream trigger keeps only the

@@ -305,6 +305,7 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) error {
 	}, h.Secret, d.key)
 	attempts := p.Attempts + 1
 	if r.OK() {
+		d.logAttempt(ctx, p, h.URL, r, attempts, "delivered")
 		dropped := d.forward(ctx, p, r)
 		d.recordStats(ctx, h, outcome{delivered: true, actionDropped: dropped})
 		if j.isRetry {
@@ -314,6 +315,7 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) error {
 	}
 	why := describe(r)
 	if r.Gone {
+		d.logAttempt(ctx, p, h.URL, r, attempts, "dead-lettered: "+why+", the webhook is disabled")
 		d.recordStats(ctx, h, outcome{failed: true, deadLettered: true, gone: true, err: why})
 		p.Attempts = attempts
 		if j.isRetry {
@@ -323,10 +325,12 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) error {
 	}
 	wait, ok := NextWait(attempts, d.jitter(), r.RetryAfter)
 	if !ok {
+		d.logAttempt(ctx, p, h.URL, r, attempts, "dead-lettered: "+why+", no attempts left")
 		d.recordStats(ctx, h, outcome{failed: true, deadLettered: true, err: why})
 		p.Attempts = attempts
 		return d.store.settle(ctx, p, nil, true, why)
 	}
+	d.logAttempt(ctx, p, h.URL, r, attempts, fmt.Sprintf("failed: %s; retry in %s", why, wait.Round(time.Millisecond)))
 	d.recordStats(ctx, h, outcome{failed: true, err: why})
 	n := Pending{Event: p.Event, Recipient: p.Recipient, Attempts: attempts, Due: d.now().Add(wait), Hook: p.Hook}
 	if j.isRetry {

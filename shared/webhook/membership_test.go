@@ -356,3 +356,54 @@ func TestUnparsedAnswerLogged(t *testing.T) {
 		}
 	})
 }
+
+// TestDeliveryAttemptsAreLogged: each attempt writes one "webhook
+// delivery" line with its world, event, status and outcome: a 2xx at
+// info as delivered, a 500 at warn as failed with its retry, so a person
+// watching the log sees a failed delivery and why.
+func TestDeliveryAttemptsAreLogged(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		ctx := t.Context()
+		var logs bytes.Buffer
+		var logMu sync.Mutex
+		d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: localClient(), NetworkKey: networkKey(), Jitter: fixedJitter,
+			Log: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := newReceiver(t)
+		if _, err := asMember(t, st, d.Store()).Set(ctx, "lobby", "aw:a", rc.URL+"/hook"); err != nil {
+			t.Fatal(err)
+		}
+		ok := event(t, "lobby", world.AgentJoined, world.Public, "", map[string]any{}, time.Now())
+		if err := d.Dispatch(ctx, ok); err != nil {
+			t.Fatal(err)
+		}
+		rc.setAnswer(status(http.StatusInternalServerError))
+		bad := event(t, "lobby", world.AgentJoined, world.Public, "", map[string]any{}, time.Now())
+		if err := d.Dispatch(ctx, bad); err != nil {
+			t.Fatal(err)
+		}
+		logMu.Lock()
+		defer logMu.Unlock()
+		var lines []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `msg="webhook delivery"`) {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 2 {
+			t.Fatalf("%d delivery lines, want 2:\n%s", len(lines), logs.String())
+		}
+		for _, want := range []string{"level=INFO", "world=lobby", "event=" + ok.ID, "recipient=aw:a", "status=204", "attempt=1", "outcome=delivered"} {
+			if !strings.Contains(lines[0], want) {
+				t.Errorf("the delivered line lacks %q: %s", want, lines[0])
+			}
+		}
+		for _, want := range []string{"level=WARN", "event=" + bad.ID, "status=500", `outcome="failed: the receiver answered 500; retry in`} {
+			if !strings.Contains(lines[1], want) {
+				t.Errorf("the failed line lacks %q: %s", want, lines[1])
+			}
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -221,6 +222,7 @@ func (d *Dispatcher) work(ctx context.Context, m Received) (keep bool, err error
 	// failed before its attempt included (it may have sent).
 	attempts := j.Attempts + max(1, m.ReceiveCount)
 	if r.OK() {
+		d.logAttempt(ctx, p, h.URL, r, attempts, "delivered")
 		dropped := d.forward(ctx, p, r)
 		d.recordStats(ctx, h, outcome{delivered: true, actionDropped: dropped})
 		return false, nil
@@ -228,14 +230,17 @@ func (d *Dispatcher) work(ctx context.Context, m Received) (keep bool, err error
 	why := describe(r)
 	p.Attempts = attempts
 	if r.Gone {
+		d.logAttempt(ctx, p, h.URL, r, attempts, "dead-lettered: "+why+", the webhook is disabled")
 		d.recordStats(ctx, h, outcome{failed: true, deadLettered: true, gone: true, err: why})
 		return false, d.store.deadLetter(ctx, p, why)
 	}
 	wait, ok := NextWait(attempts, d.jitter(), r.RetryAfter)
 	if !ok {
+		d.logAttempt(ctx, p, h.URL, r, attempts, "dead-lettered: "+why+", no attempts left")
 		d.recordStats(ctx, h, outcome{failed: true, deadLettered: true, err: why})
 		return false, d.store.deadLetter(ctx, p, why)
 	}
+	d.logAttempt(ctx, p, h.URL, r, attempts, fmt.Sprintf("failed: %s; retry in %s", why, wait.Round(time.Millisecond)))
 	// The stats are written once the retry is set, so a reader that sees
 	// the failure counted sees its retry waiting.
 	defer d.recordStats(ctx, h, outcome{failed: true, err: why})
@@ -247,6 +252,21 @@ func (d *Dispatcher) work(ctx context.Context, m Received) (keep bool, err error
 	}
 	p.Due = d.now().Add(wait)
 	return false, d.store.schedule(ctx, p)
+}
+
+// logAttempt writes one line per delivery attempt, as the gateway writes
+// one per request: a person watching the harness (or CloudWatch) sees each
+// delivery, and why one failed, without reading the webhook's stats.
+// Failures are warnings; the outcome says what happens next.
+func (d *Dispatcher) logAttempt(ctx context.Context, p Pending, url string, r delivery.Result, attempt int, result string) {
+	level := slog.LevelInfo
+	if !r.OK() {
+		level = slog.LevelWarn
+	}
+	d.log.LogAttrs(ctx, level, "webhook delivery", slog.String("world", p.Event.World), slog.String("event", p.Event.ID),
+		slog.String("type", p.Event.Type), slog.String("recipient", p.Recipient), slog.String("url", url),
+		slog.Int("attempt", attempt), slog.Int("status", r.Status), slog.Int64("latency_ms", r.Latency.Milliseconds()),
+		slog.String("outcome", result))
 }
 
 // isStatus reports whether err is an answer (a status), not a timeout or a

@@ -271,6 +271,7 @@ func TestDeleterStream(t *testing.T) {
 				Backoff: cloud.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}}
 			var wg sync.WaitGroup
 			wg.Go(func() { _ = stream.Run(ctx) })
+			defer entry.Drain() // after the stream stops, before the store closes
 			defer wg.Wait()
 			defer cancel()
 			s := world.New(st)
