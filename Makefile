@@ -66,12 +66,12 @@ openapi:
 # deadlines) that the others fill.
 # TEST_JOBS=1 runs them one after the other.
 TEST_JOBS ?= 5
-test: npm tools python-deps
+test: npm tools python-deps browser-deps
 	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-race test-infra test-fastapi lint build
 
 ## check: the fast inner loop (about 30 s warm): gofmt, vet, staticcheck, and the tests of every package
 ##   that needs neither DynamoDB Local nor the emulator (`make test` runs them all).
-check: python-deps
+check: python-deps browser-deps
 	@$(MAKE) --no-print-directory -j2 --output-sync=target check-tests lint
 
 check-tests:
@@ -83,7 +83,7 @@ check-tests:
 ## test-go: the root module's tests under the race detector, then the FastAPI provider's conformance run.
 test-go: test-race test-fastapi
 
-test-race: npm tools python-deps
+test-race: npm tools python-deps browser-deps
 	$(GO) test -race -count=1 -timeout 15m -skip '^TestFastAPIProvider$$' ./...
 
 # The FastAPI provider's conformance run is printed in the log: it runs on its own, verbose.
@@ -213,6 +213,24 @@ python-deps:
 			export DEBIAN_FRONTEND=noninteractive; \
 			$(SUDO) apt-get install -y -qq $$missing >/dev/null 2>&1 || { \
 				echo "python-deps: not in the package cache; apt-get update, then install again..." >&2; \
+				$(SUDO) apt-get update -qq >/dev/null && $(SUDO) apt-get install -y -qq $$missing >/dev/null; }; \
+		fi
+
+## browser-deps: Debian's chromium, which the dashboard's browser tests (shared/dashboard) drive; installed with
+##   apt-get when missing (as root, or through sudo), silent when present.
+BROWSER_DEBS := chromium
+
+.PHONY: browser-deps
+browser-deps:
+	@missing=$$(for p in $(BROWSER_DEBS); do \
+			[ "$$(dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null)" = installed ] || echo $$p; \
+		done); \
+		if [ -n "$$missing" ] && ! command -v chromium >/dev/null; then \
+			command -v apt-get >/dev/null || { echo "browser-deps: no apt-get to install" $$missing "(Debian packages): install them by hand" >&2; exit 1; }; \
+			echo "browser-deps: apt-get install" $$missing "(the dashboard's browser tests)..." >&2; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			$(SUDO) apt-get install -y -qq $$missing >/dev/null 2>&1 || { \
+				echo "browser-deps: not in the package cache; apt-get update, then install again..." >&2; \
 				$(SUDO) apt-get update -qq >/dev/null && $(SUDO) apt-get install -y -qq $$missing >/dev/null; }; \
 		fi
 

@@ -33,6 +33,7 @@ import (
 	"github.com/a2awire/a2awire/local/cloud"
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/agentcard"
+	"github.com/a2awire/a2awire/shared/dashboard"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
@@ -172,7 +173,14 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 		return err
 	}
 	defer h.Close()
-	srv := cloud.NewServer(h, log, x.server)
+	// The dashboard at / (docs/dashboard.md), offering the network key as
+	// the dev key to this machine; every other path is the API's.
+	site, err := dashboard.Mount(h, dashboard.Options{DevKey: networkKey})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := cloud.NewServer(site, log, x.server)
 	seeded, err := seedFixtures(ctx, st.store, base, networkKey, keyPath)
 	if err != nil {
 		_ = ln.Close()
@@ -185,6 +193,7 @@ func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, x ext
 	}
 	printBanner(stdout, base, st.where, h.Triggers())
 	fmt.Fprintf(stdout, "%s\n%s\n\n", seeded, lobby)
+	fmt.Fprintf(stdout, "dashboard: %s/ (the harness's dev key for it: %s%s, this machine only)\n\n", base, base, dashboard.DevKeyPath)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
