@@ -385,13 +385,17 @@ async function follow(world, ctl) {
 }
 
 // followStream reads the SSE stream until it ends, reconnecting after its
-// retry hint; false when the server has no stream route (404).
+// retry hint with Last-Event-ID (the route resumes after it, nothing lost
+// or repeated); false when this origin has no stream route (404: in AWS
+// the stream is a function URL of its own, which this page, bound to its
+// origin, does not call).
 async function followStream(world, ctl, seen) {
   let last = "";
+  const url = new URL(`/v0/worlds/${enc(world)}/events/stream`, location.origin).toString();
   for (;;) {
-    const url = new URL(`/v0/worlds/${enc(world)}/events/stream${last ? "?after=" + enc(last) : ""}`, location.origin).toString();
     if (!state.id) throw new ApiError("Following needs a signing key: load one above.");
     const headers = { Accept: "text/event-stream", ...(await signatureHeaders(state.id, "GET", url, new Uint8Array())) };
+    if (last) headers["Last-Event-ID"] = last;
     let resp;
     try {
       resp = await fetch(url, { headers, signal: ctl.signal, cache: "no-store" });
@@ -411,7 +415,14 @@ async function followStream(world, ctl, seen) {
     const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "";
     for (;;) {
-      const { value, done } = await reader.read();
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch {
+        if (ctl.signal.aborted) return true;
+        break; // the connection broke: resume like after an end
+      }
+      const { value, done } = chunk;
       if (done) break;
       buf += value;
       let i;
@@ -428,7 +439,9 @@ async function followStream(world, ctl, seen) {
       }
     }
     if (ctl.signal.aborted) return true;
+    $("#events-status").textContent = `Reconnecting to ${world}${last ? ` after event ${last}` : ""}…`;
     await new Promise((r) => setTimeout(r, retry));
+    if (ctl.signal.aborted) return true;
   }
 }
 
@@ -449,21 +462,30 @@ async function loadEscrows() {
   const acct = await api("GET", `/api/v1/accounts/${enc(state.id.awnId)}`, { signed: true });
   const dl = $("#balance");
   dl.replaceChildren();
-  for (const [k, v] of [["Balance", acct.balance], ["Held in escrows", acct.held]]) {
+  for (const [k, v, id] of [["Balance", acct.balance, "balance-available"], ["Held in escrows", acct.held, "balance-held"]]) {
     const dt = document.createElement("dt"); dt.textContent = k;
-    const dd = document.createElement("dd"); dd.textContent = String(v);
+    const dd = document.createElement("dd"); dd.textContent = String(v); dd.id = id;
     dl.append(dt, dd);
   }
   const body = $("#escrows-table tbody");
   body.replaceChildren();
   for (const role of ["buyer", "provider"]) {
-    const data = await api("GET", `/api/v1/escrows?role=${role}`, { signed: true });
-    for (const e of data.escrows || []) {
-      const tr = document.createElement("tr");
-      cell(tr, e.id, "id"); cell(tr, role); cell(tr, e.state); cell(tr, e.provider); cell(tr, e.capability); cell(tr, String(e.amount));
-      body.appendChild(tr);
-    }
+    let cursor = null;
+    do {
+      const q = new URLSearchParams({ role, limit: "100" });
+      if (cursor) q.set("cursor", cursor);
+      const data = await api("GET", `/api/v1/escrows?${q}`, { signed: true });
+      for (const e of data.escrows || []) {
+        const tr = document.createElement("tr");
+        tr.dataset.escrowId = e.id;
+        tr.dataset.role = role;
+        cell(tr, e.id, "id"); cell(tr, role); cell(tr, e.state, e.state); cell(tr, e.provider); cell(tr, e.capability); cell(tr, String(e.amount));
+        body.appendChild(tr);
+      }
+      cursor = data.next_cursor || null;
+    } while (cursor && body.children.length < 1000);
   }
+  if (!body.children.length) body.appendChild(emptyRow(6, "The loaded key has no escrow."));
 }
 $("#escrows-refresh").addEventListener("click", () => guard(loadEscrows));
 $("#inboxes-refresh").addEventListener("click", () => guard(loadInboxes));
