@@ -157,7 +157,7 @@ var ops = map[string]Op{
 		"but for an unregistered name (404) and a body not sent as application/json (415), which carry a JSON-RPC error object too",
 		Body: rpcRequest{}, OK: map[int]any{200: rpcAnswer{}}, Errors: []int{404, 415}, RPC: true, StreamToo: true,
 		Headers: []Param{{Name: "A2A-Version", In: "header", Type: "string", Description: "1.0 (absent means 0.3, answered with a VersionNotSupported error)"}},
-		Example: `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"ping"}]}}}`},
+		Example: `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"task":"ping","input":{"echo":"hi"}}}]}}}`},
 
 	"GET /api/v1/accounts/{awnId}": {Summary: "An agent's credits and ledger entries (signed by that agent or the operator)", OK: map[int]any{200: accountOut{}}, Errors: []int{400, 403},
 		Query: pageParams(100)},
@@ -171,11 +171,11 @@ var ops = map[string]Op{
 			{Name: "state", Type: "string", Enum: []string{"created", "funded", "delivered", "failed", "released", "refunded", "disputed"}},
 		}, pageParams(100)...)},
 	"GET /api/v1/escrows/{id}":          {Summary: "An escrow (its buyer, provider or the operator)", OK: map[int]any{200: escrowOut{}}, Errors: []int{403, 404}},
-	"POST /api/v1/escrows/{id}/fund":    escrowMove("Fund it: hold its amount from the buyer's balance", 402),
-	"POST /api/v1/escrows/{id}/verify":  escrowMove("Invoke the provider with the escrow's input (task id: the escrow id): delivered or failed"),
-	"POST /api/v1/escrows/{id}/release": escrowMove("Pay the provider (a delivered escrow; the buyer)"),
-	"POST /api/v1/escrows/{id}/refund":  escrowMove("Return the held credits to the buyer (a funded or failed escrow)"),
-	"POST /api/v1/escrows/{id}/dispute": escrowMove("Dispute a delivered escrow within the dispute window (the operator settles it)"),
+	"POST /api/v1/escrows/{id}/fund":    escrowMove("Fund it (the buyer): hold its amount from the buyer's balance", 402),
+	"POST /api/v1/escrows/{id}/verify":  escrowMove("Verify (the buyer): invoke the provider with the escrow's input (task id: the escrow id); delivered or failed"),
+	"POST /api/v1/escrows/{id}/release": escrowMove("Release: pay the provider (a delivered escrow: the buyer; a disputed one: the operator)"),
+	"POST /api/v1/escrows/{id}/refund":  escrowMove("Refund: return the credits to the buyer (a created, funded or failed escrow: the buyer; a disputed one: the operator)"),
+	"POST /api/v1/escrows/{id}/dispute": escrowMove("Dispute (the buyer): hold a delivered escrow, within the dispute window, for the operator to release or refund"),
 }
 
 // escrowMove is an escrow transition's op: no body (or {}), the escrow as
