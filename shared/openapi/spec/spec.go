@@ -167,7 +167,7 @@ func generate(table []routes.Route) ([]byte, error) {
 			"title":   "a2awire",
 			"version": "0",
 			"description": "The a2awire agent network: the provider invocation protocol, the registry and key directories, " +
-				"and the worlds. Generated from the route table (shared/routes) and the handlers' types (shared/openapi/spec); " +
+				"the worlds, the A2A bridge, and credits and escrow. Generated from the route table (shared/routes) and the handlers' types (shared/openapi/spec); " +
 				"do not edit by hand: make openapi rewrites it.",
 		},
 		"servers": []any{map[string]any{"url": "/", "description": "the deployment's base URL (make local: http://127.0.0.1:8080)"}},
