@@ -2,7 +2,9 @@ package harness_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,14 +23,20 @@ import (
 )
 
 // exchangeRecorder sits in front of the harness and keeps every request
-// and its answer as they crossed the wire, for validation afterwards.
+// and its answer as they crossed the wire, for validation afterwards. The
+// answer is passed through as the handler writes it (flushes included), so
+// a Server-Sent Events stream reaches the client while it runs; the
+// exchange is kept when the handler returns.
 type exchangeRecorder struct {
-	next http.Handler
-	mu   sync.Mutex
-	log  []spec.Exchange
+	next    http.Handler
+	mu      sync.Mutex
+	log     []spec.Exchange
+	running sync.WaitGroup
 }
 
 func (rec *exchangeRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec.running.Add(1)
+	defer rec.running.Done()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "recorder: read body", http.StatusBadRequest)
@@ -36,24 +44,53 @@ func (rec *exchangeRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	x := spec.Exchange{Method: r.Method, URL: "http://" + r.Host + r.URL.RequestURI(), Header: r.Header.Clone(), Body: body}
-	cw := httptest.NewRecorder()
-	rec.next.ServeHTTP(cw, r)
-	for k, v := range cw.Header() {
-		w.Header()[k] = v
+	tw := &teeWriter{ResponseWriter: w}
+	rec.next.ServeHTTP(tw, r)
+	if tw.status == 0 {
+		tw.WriteHeader(http.StatusOK)
 	}
-	w.WriteHeader(cw.Code)
-	_, _ = w.Write(cw.Body.Bytes())
-	x.Status, x.RespHeader, x.RespBody = cw.Code, cw.Header().Clone(), cw.Body.Bytes()
+	x.Status, x.RespHeader, x.RespBody = tw.status, tw.header, tw.body.Bytes()
 	rec.mu.Lock()
 	rec.log = append(rec.log, x)
 	rec.mu.Unlock()
 }
 
+// exchanges waits for the handlers still running (a stream whose client
+// has gone ends on its context) and returns every exchange.
 func (rec *exchangeRecorder) exchanges() []spec.Exchange {
+	rec.running.Wait()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return slices.Clone(rec.log)
 }
+
+// teeWriter writes through and keeps a copy of the status, the headers as
+// sent and the body.
+type teeWriter struct {
+	http.ResponseWriter
+	status int
+	header http.Header
+	body   bytes.Buffer
+}
+
+func (t *teeWriter) WriteHeader(code int) {
+	if t.status == 0 {
+		t.status, t.header = code, t.ResponseWriter.Header().Clone()
+	}
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	if t.status == 0 {
+		t.WriteHeader(http.StatusOK)
+	}
+	t.body.Write(p)
+	return t.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer (flushes,
+// the stream's deadlines).
+func (t *teeWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // TestEveryRouteMatchesTheDocument drives every route of the route table
 // through the harness over real HTTP — successes, and the errors each
@@ -70,6 +107,11 @@ func TestEveryRouteMatchesTheDocument(t *testing.T) {
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 	base := srv.URL
+	// The fixtures registered at this server: the A2A bridge and escrow
+	// verification invoke them through it (those calls are recorded too).
+	if _, err := harness.SeedFixtures(context.Background(), st, base, h.NetworkKey()); err != nil {
+		t.Fatal(err)
+	}
 	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(hooks.Close)
 
@@ -161,6 +203,28 @@ func TestEveryRouteMatchesTheDocument(t *testing.T) {
 	call(member, "POST", w+"/actions", `{"action":"move","params":{"to":"e4"}}`, 201)
 	call(member, "GET", w+"/events?limit=10", "", 200)
 	call(anon, "GET", w+"/events?visibility=public&limit=10", "", 200)
+	// The event stream: refusals are the world's JSON errors; a member's
+	// stream is text/event-stream, read only to its headers here (the
+	// validator checks its status and content type; it cannot parse SSE
+	// bodies, documented as a string).
+	call(anon, "GET", w+"/events/stream", "", 401)
+	call(member, "GET", w+"/events/stream?after=not-an-event-id", "", 400)
+	func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // ends the stream: the recorder keeps it when its handler returns
+		req, err := http.NewRequestWithContext(ctx, "GET", base+w+"/events/stream", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := member.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || !strings.HasPrefix(ct, "text/event-stream") {
+			t.Errorf("GET %s/events/stream: %d %s, want 200 text/event-stream", w, resp.StatusCode, ct)
+		}
+	}()
 	call(member, "PUT", w+"/webhook", fmt.Sprintf(`{"url":%q}`, hooks.URL+"/hook"), 200)
 	call(member, "GET", w+"/webhook", "", 200)
 	call(member, "POST", w+"/webhook/replay", `{"since":"2026-01-01T00:00:00Z"}`, 200)
@@ -180,6 +244,99 @@ func TestEveryRouteMatchesTheDocument(t *testing.T) {
 	call(member, "POST", w+"/leave", "", 200)
 	call(owner, "DELETE", w, "", 202)
 	call(stranger, "DELETE", "/v0/worlds/nowhere", "", 404)
+
+	// The A2A bridge: a fixture's cards, JSON-RPC results and errors.
+	a2a := "/a2a/a2awire-punctual"
+	call(anon, "GET", a2a+"/.well-known/agent-card.json", "", 200)
+	call(anon, "GET", a2a+"/.well-known/agent.json", "", 200)
+	call(anon, "GET", "/a2a/nobody-here/.well-known/agent-card.json", "", 404)
+	call(anon, "GET", "/a2a/nobody-here/.well-known/agent.json", "", 404)
+	send := func(method string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"message":{"messageId":"m-` + method + `","role":"ROLE_USER","parts":[{"data":{"task":"ping","input":{"echo":"hi"}}}]}}}`
+	}
+	rpc := func(path, body, contentType, version string, want int, wantType string) []byte {
+		t.Helper()
+		req, err := http.NewRequest("POST", base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		if version != "" {
+			req.Header.Set("A2A-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != want || !strings.HasPrefix(ct, wantType) {
+			t.Errorf("POST %s: %d %s %s, want %d %s", path, resp.StatusCode, ct, raw, want, wantType)
+		}
+		return raw
+	}
+	if raw := rpc(a2a, send("SendMessage"), "application/json", "1.0", 200, "application/json"); !bytes.Contains(raw, []byte(`"result"`)) {
+		t.Errorf("SendMessage: %s, want a result", raw)
+	}
+	// The streamed answer is text/event-stream: the validator checks its
+	// status and content type, not the events (it cannot parse SSE).
+	rpc(a2a, send("SendStreamingMessage"), "application/json", "1.0", 200, "text/event-stream")
+	if raw := rpc(a2a, send("SendMessage"), "application/json", "", 200, "application/json"); !bytes.Contains(raw, []byte(`"code":-32009`)) {
+		t.Errorf("SendMessage without A2A-Version: %s, want the -32009 error", raw)
+	}
+	rpc(a2a, `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"no-such-task"}}`, "application/json", "1.0", 200, "application/json")
+	rpc("/a2a/nobody-here", send("SendMessage"), "application/json", "1.0", 404, "application/json")
+	rpc(a2a, send("SendMessage"), "text/plain", "1.0", 415, "application/json")
+
+	// Credits and escrow: the operator (the network key) grants, a
+	// registered buyer hires the punctual fixture.
+	sg, err := auth.NewSigner(h.NetworkKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator := signer{key: h.NetworkKey(), c: &http.Client{Transport: &auth.Transport{Signer: sg}}}
+	buyer := newSigner(t, 15)
+	call(buyer, "POST", "/api/v1/agents", reg(buyer, "escrow-buyer"), 201)
+	acct := "/api/v1/accounts/" + buyer.awnID()
+	call(operator, "POST", acct+"/grant", `{"amount":100,"memo":"start"}`, 200)
+	call(operator, "POST", acct+"/grant", `{"amount":0}`, 400)
+	call(buyer, "POST", acct+"/grant", `{"amount":100}`, 403)
+	call(buyer, "GET", acct+"?limit=10", "", 200)
+	call(buyer, "GET", "/api/v1/accounts/"+auth.AWNID(h.NetworkKey().Public().(ed25519.PublicKey)), "", 403)
+	call(anon, "GET", acct, "", 401)
+	escrowID := func(raw []byte) string {
+		t.Helper()
+		var e struct{ ID string }
+		if err := json.Unmarshal(raw, &e); err != nil || e.ID == "" {
+			t.Fatalf("no escrow id in %s", raw)
+		}
+		return e.ID
+	}
+	hire := func(amount int) string {
+		t.Helper()
+		return escrowID(call(buyer, "POST", "/api/v1/escrows", fmt.Sprintf(`{"provider":"a2awire-punctual","capability":"ping","input":{"echo":"hi"},"amount":%d}`, amount), 201))
+	}
+	call(buyer, "POST", "/api/v1/escrows", `{"provider":"a2awire-punctual","capability":"ping","input":{},"amount":5,"deadline":"tomorrow"}`, 400)
+	call(buyer, "POST", "/api/v1/escrows", `{"provider":"nobody-here","capability":"ping","input":{},"amount":5}`, 404)
+	paid, disputed, broke := hire(10), hire(10), hire(1000)
+	e := "/api/v1/escrows/"
+	call(buyer, "POST", e+paid+"/fund", "", 200)
+	call(buyer, "POST", e+broke+"/fund", "", 402)
+	call(buyer, "POST", e+paid+"/verify", "", 200)
+	call(buyer, "POST", e+broke+"/verify", "", 409)
+	call(buyer, "POST", e+paid+"/release", "{}", 200)
+	call(buyer, "POST", e+paid+"/refund", "", 409)
+	call(buyer, "POST", e+broke+"/refund", "", 200)
+	call(buyer, "POST", e+disputed+"/fund", "", 200)
+	call(buyer, "POST", e+disputed+"/dispute", "", 409)
+	call(buyer, "POST", e+disputed+"/verify", "", 200)
+	call(buyer, "POST", e+disputed+"/dispute", "", 200)
+	call(buyer, "POST", e+disputed+"/release", "", 409)
+	call(operator, "POST", e+disputed+"/refund", "", 200)
+	call(buyer, "GET", e+paid, "", 200)
+	call(buyer, "GET", e+"NOPE", "", 404)
+	call(buyer, "GET", "/api/v1/escrows?role=buyer&state=released&limit=10", "", 200)
+	call(buyer, "GET", "/api/v1/escrows?role=judge", "", 400)
 
 	xs := rec.exchanges()
 	seen := map[string]int{}

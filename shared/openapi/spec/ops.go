@@ -34,14 +34,26 @@ type Op struct {
 	// {"ok": true, "data"} (a document of another standard, such as the
 	// world's Agent Card); its errors keep the surface's shape.
 	Bare bool
+	// Headers lists request headers the route reads (besides the
+	// signature's).
+	Headers []Param
+	// RPC: a JSON-RPC 2.0 route (the A2A bridge). Its documented errors
+	// are JSON-RPC error responses; its other refusals (the dispatcher's,
+	// such as 413) keep the surface's shape.
+	RPC bool
+	// StreamToo: the success may also be Server-Sent Events (the A2A
+	// bridge's SendStreamingMessage), besides ContentType.
+	StreamToo bool
 	// Example is a request body example (JSON), Answer a success answer
 	// example (JSON, as on the wire).
 	Example, Answer string
 }
 
-// Param is one query parameter.
+// Param is one query (or header) parameter.
 type Param struct {
 	Name, Description string
+	// In is where it travels: "" (the query) or "header".
+	In string
 	// Type is the JSON Schema type ("string", "integer", "boolean").
 	Type string
 	// Min and Max bound an integer (both 0: unbounded).
@@ -133,4 +145,42 @@ var ops = map[string]Op{
 	"POST /v0/worlds/{world}/webhook/replay": {Summary: "Send the dead letters since a time again", Body: replayBody{}, OK: map[int]any{200: replayed{}}},
 
 	"GET /openapi.json": {Summary: "This document", OK: map[int]any{200: openAPIDocument{}}},
+
+	"GET /v0/worlds/{world}/events/stream": {Summary: "The member's events as Server-Sent Events, resumable (a streaming function: a Lambda function URL in a deploy, the harness itself locally)",
+		OK: map[int]any{200: eventStream{}}, ContentType: "text/event-stream", Bare: true, Errors: []int{400},
+		Query:   []Param{{Name: "after", Type: "string", Description: "an eventId: start after it"}},
+		Headers: []Param{{Name: "Last-Event-ID", In: "header", Type: "string", Description: "the last eventId received; wins over after"}}},
+
+	"GET /a2a/{name}/.well-known/agent-card.json": {Summary: "The A2A Agent Card of a registered provider, served through the bridge", OK: map[int]any{200: agentCard{}}, Errors: []int{404}},
+	"GET /a2a/{name}/.well-known/agent.json":      {Summary: "The provider's A2A Agent Card (older clients' path)", OK: map[int]any{200: agentCard{}}, Errors: []int{404}},
+	"POST /a2a/{name}": {Summary: "A2A JSON-RPC 2.0 (SendMessage, SendStreamingMessage, GetTask, CancelTask) to a registered provider. JSON-RPC errors answer 200 " +
+		"but for an unregistered name (404) and a body not sent as application/json (415), which carry a JSON-RPC error object too",
+		Body: rpcRequest{}, OK: map[int]any{200: rpcAnswer{}}, Errors: []int{404, 415}, RPC: true, StreamToo: true,
+		Headers: []Param{{Name: "A2A-Version", In: "header", Type: "string", Description: "1.0 (absent means 0.3, answered with a VersionNotSupported error)"}},
+		Example: `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"task":"ping","input":{"echo":"hi"}}}]}}}`},
+
+	"GET /api/v1/accounts/{awnId}": {Summary: "An agent's credits and ledger entries (signed by that agent or the operator)", OK: map[int]any{200: accountOut{}}, Errors: []int{400, 403},
+		Query: pageParams(100)},
+	"POST /api/v1/accounts/{awnId}/grant": {Summary: "Grant credits to an agent (the operator: the network key)", Body: grantBody{}, OK: map[int]any{200: granted{}}, Errors: []int{400, 403},
+		Example: `{"amount":1000,"memo":"start"}`},
+	"POST /api/v1/escrows": {Summary: "Create an escrow for a provider's capability (the signer is the buyer)", Body: createEscrowBody{}, OK: map[int]any{201: escrowOut{}}, Errors: []int{400, 404},
+		Example: `{"provider":"a2awire-clean","capability":"word-count","input":{"text":"one two"},"amount":10}`},
+	"GET /api/v1/escrows": {Summary: "The signer's escrows, newest first", OK: map[int]any{200: escrowList{}}, Errors: []int{400},
+		Query: append([]Param{
+			{Name: "role", Type: "string", Enum: []string{"buyer", "provider"}, Description: "buyer (default) or provider"},
+			{Name: "state", Type: "string", Enum: []string{"created", "funded", "delivered", "failed", "released", "refunded", "disputed"}},
+		}, pageParams(100)...)},
+	"GET /api/v1/escrows/{id}":          {Summary: "An escrow (its buyer, provider or the operator)", OK: map[int]any{200: escrowOut{}}, Errors: []int{403, 404}},
+	"POST /api/v1/escrows/{id}/fund":    escrowMove("Fund it (the buyer): hold its amount from the buyer's balance", 402),
+	"POST /api/v1/escrows/{id}/verify":  escrowMove("Verify (the buyer): invoke the provider with the escrow's input (task id: the escrow id); delivered or failed"),
+	"POST /api/v1/escrows/{id}/release": escrowMove("Release: pay the provider (a delivered escrow: the buyer; a disputed one: the operator)"),
+	"POST /api/v1/escrows/{id}/refund":  escrowMove("Refund: return the credits to the buyer (a created, funded or failed escrow: the buyer; a disputed one: the operator)"),
+	"POST /api/v1/escrows/{id}/dispute": escrowMove("Dispute (the buyer): hold a delivered escrow, within the dispute window, for the operator to release or refund"),
+}
+
+// escrowMove is an escrow transition's op: no body (or {}), the escrow as
+// it now is; a repeat of the transition just made answers it again.
+func escrowMove(summary string, more ...int) Op {
+	return Op{Summary: summary, Body: struct{}{}, BodyOptional: true, OK: map[int]any{200: escrowOut{}},
+		Errors: append([]int{403, 404, 409}, more...)}
 }

@@ -357,3 +357,147 @@ type replayBody struct {
 type replayed struct {
 	Replayed int `json:"replayed"`
 }
+
+// accountOut mirrors escrowhttp's accountOut.
+type accountOut struct {
+	Balance    int64      `json:"balance" doc:"credits the agent can spend"`
+	Held       int64      `json:"held" doc:"credits held in the agent's funded escrows"`
+	Entries    []entryOut `json:"entries" doc:"newest first"`
+	NextCursor *string    `json:"next_cursor" doc:"the cursor of the next page; null: none"`
+}
+
+// entryOut mirrors escrowhttp's entryOut: one ledger entry.
+type entryOut struct {
+	ID           string `json:"id"`
+	Tx           string `json:"tx"`
+	Amount       int64  `json:"amount" doc:"positive: credited, negative: debited"`
+	Counterparty string `json:"counterparty"`
+	Memo         string `json:"memo"`
+	At           string `json:"at" doc:"RFC 3339"`
+}
+
+// grantBody mirrors escrowhttp.GrantBody, whose memo may be left out.
+type grantBody struct {
+	Amount int64  `json:"amount" example:"1000"`
+	Memo   string `json:"memo,omitempty"`
+}
+
+// granted is the grant's answer (a map in escrowhttp's grant).
+type granted struct {
+	AWNID   string `json:"awnId"`
+	Balance int64  `json:"balance"`
+	Held    int64  `json:"held"`
+}
+
+// createEscrowBody mirrors escrowhttp.CreateBody, whose deadline may be
+// left out (the service's default applies).
+type createEscrowBody struct {
+	Provider   string          `json:"provider" doc:"a registered agent's name" example:"a2awire-clean"`
+	Capability string          `json:"capability" example:"word-count"`
+	Input      json.RawMessage `json:"input" doc:"the capability's input, sent to the provider on verify"`
+	Amount     int64           `json:"amount" doc:"credits, held from the buyer's balance on fund" example:"10"`
+	Deadline   string          `json:"deadline,omitempty" doc:"RFC 3339: when an undelivered escrow is refunded"`
+}
+
+// escrowOut mirrors escrowhttp's escrowOut.
+type escrowOut struct {
+	ID              string          `json:"id"`
+	State           string          `json:"state" doc:"created, funded, delivered, failed, released, refunded or disputed"`
+	Buyer           string          `json:"buyer"`
+	Provider        string          `json:"provider"`
+	ProviderAccount string          `json:"providerAccount" doc:"the account paid on release"`
+	Capability      string          `json:"capability"`
+	Input           json.RawMessage `json:"input"`
+	Amount          int64           `json:"amount"`
+	Deadline        string          `json:"deadline" doc:"RFC 3339"`
+	CreatedAt       string          `json:"createdAt" doc:"RFC 3339"`
+	Output          json.RawMessage `json:"output,omitempty" doc:"the provider's output (after verify)"`
+	OutputSHA256    string          `json:"outputSha256,omitempty"`
+	Status          int             `json:"status,omitempty" doc:"the provider's HTTP status (after verify)"`
+	Reason          string          `json:"reason,omitempty" doc:"why verification failed"`
+	Transitions     []transitionOut `json:"transitions"`
+}
+
+// transitionOut mirrors escrowhttp's transitionOut.
+type transitionOut struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	By   string `json:"by" doc:"the awnId that moved it, or schedule"`
+	At   string `json:"at" doc:"RFC 3339"`
+}
+
+// escrowList is the list's answer (a map in escrowhttp's list).
+type escrowList struct {
+	Escrows    []escrowOut `json:"escrows"`
+	NextCursor *string     `json:"next_cursor"`
+}
+
+// eventStream is a world's event stream: Server-Sent Events, not JSON.
+type eventStream struct{}
+
+// OpenAPISchema: the body is text; its format is in the description.
+func (eventStream) OpenAPISchema() map[string]any {
+	return map[string]any{"type": "string", "description": "Server-Sent Events: per world event `id:` its eventId, `event:` its type, " +
+		"`data:` the event's JSON as GET …/events answers it; comment heartbeats; before the stream ends a `retry:` hint " +
+		"(reconnect with Last-Event-ID)."}
+}
+
+// rpcRequest mirrors a2abridge's rpcRequest as it arrives: a JSON-RPC 2.0
+// request (no batch, no notification).
+type rpcRequest struct{}
+
+// OpenAPISchema: JSON-RPC 2.0's request object as the bridge accepts it.
+func (rpcRequest) OpenAPISchema() map[string]any {
+	return map[string]any{
+		"type": "object", "required": []any{"jsonrpc", "id", "method"}, "additionalProperties": false,
+		"properties": map[string]any{
+			"jsonrpc": map[string]any{"const": "2.0"},
+			"id":      map[string]any{"type": []any{"string", "integer"}},
+			"method":  map[string]any{"type": "string", "enum": []any{"SendMessage", "SendStreamingMessage", "GetTask", "CancelTask"}},
+			"params":  map[string]any{"type": "object", "description": "the A2A method's params (a2a.proto's request message as JSON)"},
+		},
+	}
+}
+
+// rpcAnswer mirrors a2abridge's response: a JSON-RPC 2.0 result, or an
+// error object answered with 200 (or 404/415, see the route's errors).
+type rpcAnswer struct{}
+
+// OpenAPISchema: a result or a JSON-RPC error, never both.
+func (rpcAnswer) OpenAPISchema() map[string]any {
+	return map[string]any{"oneOf": []any{
+		map[string]any{
+			"type": "object", "required": []any{"jsonrpc", "id", "result"}, "additionalProperties": false,
+			"properties": map[string]any{
+				"jsonrpc": map[string]any{"const": "2.0"},
+				"id":      map[string]any{"type": []any{"string", "integer"}},
+				"result":  map[string]any{"type": "object", "description": "the A2A method's answer (a Task or Message; a StreamResponse per event when streamed)"},
+			},
+		},
+		map[string]any{"$ref": "#/components/schemas/" + rpcErrorSchema},
+	}}
+}
+
+// rpcErrorSchema is the component of a JSON-RPC error response.
+const rpcErrorSchema = "JSONRPCErrorResponse"
+
+// rpcErrorComponent mirrors a2abridge's response with its error set
+// (rpcError marshals as {code, message, data}).
+func rpcErrorComponent() map[string]any {
+	return map[string]any{
+		"type": "object", "required": []any{"jsonrpc", "id", "error"}, "additionalProperties": false,
+		"properties": map[string]any{
+			"jsonrpc": map[string]any{"const": "2.0"},
+			"id":      map[string]any{"type": []any{"string", "integer", "null"}, "description": "the request's id; null when it could not be read"},
+			"error": map[string]any{
+				"type": "object", "required": []any{"code", "message", "data"}, "additionalProperties": false,
+				"properties": map[string]any{
+					"code":    map[string]any{"type": "integer", "description": "JSON-RPC's (-32700 … -32600) or A2A's (-32001 task not found, -32002 not cancelable, -32004 unsupported, -32009 version not supported)"},
+					"message": map[string]any{"type": "string"},
+					"data": map[string]any{"type": "array", "description": "A2A v1.0 error details: a google.rpc.ErrorInfo naming the reason first",
+						"items": map[string]any{"type": "object", "required": []any{"@type"}, "properties": map[string]any{"@type": map[string]any{"type": "string"}}}},
+				},
+			},
+		},
+	}
+}

@@ -33,6 +33,9 @@ const (
 	Worlds Surface = "worlds"
 	// Document is /openapi.json itself.
 	Document Surface = "document"
+	// A2A is the A2A bridge: Agent Cards (errors as the registry's) and
+	// JSON-RPC (errors as JSON-RPC error objects).
+	A2A Surface = "a2a"
 )
 
 // SurfaceOf is the surface a path belongs to.
@@ -44,6 +47,8 @@ func SurfaceOf(path string) Surface {
 		return Worlds
 	case path == "/openapi.json":
 		return Document
+	case strings.HasPrefix(path, "/a2a/"):
+		return A2A
 	}
 	return Registry
 }
@@ -142,6 +147,7 @@ func generate(table []routes.Route) ([]byte, error) {
 			"message": map[string]any{"type": "string"},
 		},
 	}
+	s.components[rpcErrorSchema] = rpcErrorComponent()
 	s.components["WorldError"] = map[string]any{
 		"type": "object", "required": []any{"ok", "error"}, "additionalProperties": false,
 		"properties": map[string]any{
@@ -161,7 +167,7 @@ func generate(table []routes.Route) ([]byte, error) {
 			"title":   "a2awire",
 			"version": "0",
 			"description": "The a2awire agent network: the provider invocation protocol, the registry and key directories, " +
-				"and the worlds. Generated from the route table (shared/routes) and the handlers' types (shared/openapi/spec); " +
+				"the worlds, the A2A bridge, and credits and escrow. Generated from the route table (shared/routes) and the handlers' types (shared/openapi/spec); " +
 				"do not edit by hand: make openapi rewrites it.",
 		},
 		"servers": []any{map[string]any{"url": "/", "description": "the deployment's base URL (make local: http://127.0.0.1:8080)"}},
@@ -169,6 +175,8 @@ func generate(table []routes.Route) ([]byte, error) {
 			map[string]any{"name": string(Invocation), "description": "providers: POST {task, input} → {output, metadata}; errors {error, message, details?}"},
 			map[string]any{"name": string(Registry), "description": "the registry, key directories and the network's Agent Card; errors {error, message} with snake_case codes"},
 			map[string]any{"name": string(Worlds), "description": "worlds: answers {ok: true, data}; errors {ok: false, error: {code, message}} with UPPER_SNAKE codes"},
+			map[string]any{"name": string(A2A), "description": "the A2A bridge: each registered provider as an A2A agent (Agent Card, JSON-RPC); " +
+				"card errors {error, message}, JSON-RPC errors {jsonrpc, id, error: {code, message, data}}"},
 			map[string]any{"name": string(Document), "description": "this document"},
 		},
 		"paths": paths,
@@ -216,7 +224,7 @@ func operation(s *schemas, r routes.Route, op Op) map[string]any {
 			params = append(params, map[string]any{"name": strings.Trim(seg, "{}+"), "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
 	}
-	for _, q := range op.Query {
+	for _, q := range append(slices.Clone(op.Query), op.Headers...) {
 		sch := map[string]any{"type": q.Type}
 		if q.Type == "integer" && (q.Min != 0 || q.Max != 0) {
 			sch["minimum"], sch["maximum"] = q.Min, q.Max
@@ -224,7 +232,11 @@ func operation(s *schemas, r routes.Route, op Op) map[string]any {
 		if len(q.Enum) > 0 {
 			sch["enum"] = q.Enum
 		}
-		p := map[string]any{"name": q.Name, "in": "query", "schema": sch}
+		in := q.In
+		if in == "" {
+			in = "query"
+		}
+		p := map[string]any{"name": q.Name, "in": in, "schema": sch}
 		if q.Description != "" {
 			p["description"] = q.Description
 		}
@@ -268,19 +280,30 @@ func operation(s *schemas, r routes.Route, op Op) map[string]any {
 		if op.Answer != "" && st == http.StatusOK {
 			media["example"] = json.RawMessage(op.Answer)
 		}
-		responses[strconv.Itoa(st)] = map[string]any{"description": http.StatusText(st), "content": map[string]any{ct: media}}
+		content := map[string]any{ct: media}
+		if op.StreamToo {
+			content["text/event-stream"] = map[string]any{"schema": map[string]any{"type": "string",
+				"description": "Server-Sent Events (SendStreamingMessage): each data line one JSON-RPC response with the request's id"}}
+		}
+		responses[strconv.Itoa(st)] = map[string]any{"description": http.StatusText(st), "content": content}
 	}
 	if surface != Document {
 		ref := map[string]any{"$ref": "#/components/schemas/" + errorSchema(surface)}
-		errResp := func(desc string) map[string]any {
-			return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": ref}}}
+		errResp := func(desc string, sch map[string]any) map[string]any {
+			return map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": sch}}}
+		}
+		errRef, otherRef, otherText := ref, ref, "any other error, in the surface's error shape (429 and 503 carry Retry-After)"
+		if op.RPC {
+			errRef = map[string]any{"$ref": "#/components/schemas/" + rpcErrorSchema}
+			otherRef = map[string]any{"oneOf": []any{errRef, ref}}
+			otherText = "a JSON-RPC error response, or a refusal before JSON-RPC (such as 413) in the registry's shape"
 		}
 		for _, st := range statuses(r, op) {
 			if st >= 400 {
-				responses[strconv.Itoa(st)] = errResp(errorText(st, surface))
+				responses[strconv.Itoa(st)] = errResp(errorText(st, surface), errRef)
 			}
 		}
-		responses["default"] = errResp("any other error, in the surface's error shape (429 and 503 carry Retry-After)")
+		responses["default"] = errResp(otherText, otherRef)
 	}
 	o["responses"] = responses
 	return o

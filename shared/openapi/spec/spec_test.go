@@ -169,3 +169,54 @@ func TestCheckerRefusesABadRequest(t *testing.T) {
 		t.Error("a member route without its signature headers: accepted")
 	}
 }
+
+// TestCheckerRefusesDriftOnTheBridgeAndTheStream: the JSON-RPC route's
+// answers are a result or a JSON-RPC error object (not the registry's
+// shape), and the event stream's success must be text/event-stream.
+func TestCheckerRefusesDriftOnTheBridgeAndTheStream(t *testing.T) {
+	doc, err := spec.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := spec.NewChecker(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := func(v string) map[string][]string { return map[string][]string{"Content-Type": {v}} }
+	rpc := spec.Exchange{Method: "POST", URL: "http://x/a2a/p", Header: ct("application/json"), Status: 404, RespHeader: ct("application/json"),
+		RespBody: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no agent","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo"}]}}`)}
+	if err := c.Check(rpc); err != nil {
+		t.Fatalf("a JSON-RPC 404: %v", err)
+	}
+	for name, body := range map[string]string{
+		"registry shape on the JSON-RPC 404": `{"error":"not_found","message":"no agent"}`,
+		"JSON-RPC error without data":        `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no agent"}}`,
+	} {
+		x := rpc
+		x.RespBody = []byte(body)
+		if err := c.Check(x); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}`)
+	ok := rpc
+	ok.Status, ok.Body = 200, body
+	ok.RespBody = []byte(`{"jsonrpc":"2.0","id":1,"result":{"id":"t"}}`)
+	if err := c.Check(ok); err != nil {
+		t.Fatalf("a JSON-RPC result: %v", err)
+	}
+	ok.RespBody = []byte(`{"jsonrpc":"2.0","id":1,"result":{"id":"t"},"error":{"code":-32001,"message":"x","data":[]}}`)
+	if err := c.Check(ok); err == nil {
+		t.Error("a result and an error together: accepted")
+	}
+	stream := spec.Exchange{Method: "GET", URL: "http://x/v0/worlds/lobby/events/stream", Header: map[string][]string{"Signature": {"sig"}, "Signature-Input": {"s"}, "Content-Digest": {"d"}},
+		Status: 200, RespHeader: ct("text/event-stream; charset=utf-8"), RespBody: []byte(": hi\n\n")}
+	if err := c.Check(stream); err != nil {
+		t.Fatalf("an event stream: %v", err)
+	}
+	stream.RespHeader = ct("application/json")
+	stream.RespBody = []byte(`{"ok":true,"data":{}}`)
+	if err := c.Check(stream); err == nil {
+		t.Error("a JSON answer on the event stream: accepted")
+	}
+}
