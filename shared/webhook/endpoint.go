@@ -137,6 +137,12 @@ func (d *Dispatcher) acquire(ctx context.Context, url string) (slot, error) {
 			if !errors.Is(err, store.ErrConditionFailed) {
 				return slot{}, apierror.FromStore("webhook: take endpoint slot", err)
 			}
+			// Another worker took it between the Query and the Put: a
+			// holder that just began, so wait for it as for one seen busy
+			// and recent. Left at its start value, retryIn would defer
+			// the delivery by the queue's longest delay (15 min).
+			recent = true
+			retryIn = min(retryIn, delivery.AttemptTimeout)
 		}
 		if !recent {
 			return slot{}, noSlot{retryIn: max(DeferDelay, retryIn)}
