@@ -160,6 +160,10 @@ func derive(name string) ([]invocation, error) {
 			}
 		}
 		what := fmt.Sprintf("%s %s (route %s, %s)", method, path, r.Key(), r.Auth)
+		if r.Auth == routes.Public && routes.Streamed(name) {
+			out = append(out, streamAnswered(what, method, path, body))
+			continue
+		}
 		if r.Auth == routes.Public {
 			out = append(out, invocation{what: what, method: method, path: path, body: body, respond: answered(what)})
 			continue
@@ -307,8 +311,8 @@ func TestDerive(t *testing.T) {
 		}
 		var n int
 		for _, inv := range invs {
-			if inv.event != nil {
-				continue
+			if inv.event != nil && (!routes.Streamed(name) || inv.method == "") {
+				continue // a trigger's event; a streaming route's is a request
 			}
 			n++
 			r, params, ok := routes.Match(inv.method, inv.path)
@@ -341,6 +345,25 @@ func TestDerive(t *testing.T) {
 	if got := samplePath("/v0/worlds/{world}/things/{thing}/{rest+}"); got != "/v0/worlds/lobby/things/smoke/smoke" {
 		t.Errorf("samplePath = %q", got)
 	}
+}
+
+// streamAnswered is a streaming function's public route invoked as its
+// function URL invokes it: lambdaurl's streamed response (a JSON prelude
+// with the status, eight NUL bytes, the body) with a status below 500 and
+// a JSON body.
+func streamAnswered(what, method, path, body string) invocation {
+	inv := invocation{what: what, method: method, path: path, body: body}
+	inv.event = func(t *testing.T) any { return signedEvent(t, inv) }
+	inv.checkRaw = func(t *testing.T, raw []byte) {
+		prelude, rest, ok := bytes.Cut(raw, make([]byte, 8))
+		var head struct {
+			StatusCode int `json:"statusCode"`
+		}
+		if !ok || json.Unmarshal(prelude, &head) != nil || head.StatusCode < 200 || head.StatusCode >= 500 || !json.Valid(rest) {
+			t.Errorf("%s: %q, want a streamed answer below 500 with a JSON body", inv.what, raw)
+		}
+	}
+	return inv
 }
 
 // streamRefusals are a streaming function's route invoked as its function

@@ -62,7 +62,10 @@ func (s *Stack) addStreamURLs(p Props) {
 			awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), u.Url(), nil)),
 		})
 		for _, fn := range p.Functions {
-			if v, ok := fn.Env[env]; ok && v == "" {
+			// Not the URL's own function: its URL would depend on
+			// itself. It answers on that URL, so the request's origin
+			// is the URL's.
+			if v, ok := fn.Env[env]; ok && v == "" && fn.Name != name {
 				s.Functions[fn.Name].AddEnvironment(jsii.String(env), base, nil)
 			}
 		}

@@ -97,8 +97,8 @@ func checkStreamURLs(t *testing.T, s *synthesized) {
 		ownURL, has := urlOf[owner]
 		for _, fn := range s.props.Functions {
 			v, declared := fn.Env[env]
-			if !declared || v != "" {
-				continue
+			if !declared || v != "" || fn.Name == owner {
+				continue // the owner answers on its URL: the request's origin is it
 			}
 			p := s.resources[s.logicalID(t, s.stack.Functions[fn.Name])].Properties
 			vars, _ := p["Environment"].(map[string]any)["Variables"].(map[string]any)
