@@ -23,8 +23,13 @@ import (
 // on the engine's change feed (memory's own; DynamoDB Local's real table
 // stream, read with the Streams API as Lambda reads it), the delivery
 // queue, the deliverer's queue trigger with the route table's settings —
-// every event reaches the fast endpoint within 1 s of its commit: the
-// slowest of 10 is checked, so the p99 is within 1 s too. Events come
+// every event reaches the fast endpoint within 1 s of its commit on
+// memory, within 3 s on DynamoDB Local: the slowest of 10 is checked, so
+// that is the p99 too. DynamoDB Local's bound is looser because its Java
+// process shares make test's two cores with four other jobs (a quiet
+// machine measures a p99 under 1 s, docs/scale.md); 3 s still proves the
+// point, as a delivery queued behind a hanging attempt would wait out its
+// 5 s timeout (delivery.AttemptTimeout). Events come
 // every 200 ms for 2 s; the slow attempts still hang when the test ends,
 // about 3 s in all on memory, 5 s on DynamoDB Local. Bolt is left out: its
 // feed is memory's path with fsyncs, and the claim is about the stream.
@@ -116,7 +121,14 @@ func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 				time.Sleep(every)
 			}
 			var lat []time.Duration
-			deadline := time.After(3 * time.Second)
+			bound := time.Second
+			if eng.Name != "memory" {
+				bound = 3 * time.Second
+			}
+			if bound >= delivery.AttemptTimeout {
+				t.Fatalf("bound %v does not separate a free delivery from one behind a %v attempt", bound, delivery.AttemptTimeout)
+			}
+			deadline := time.After(bound + 2*time.Second)
 			for len(lat) < n {
 				select {
 				case h := <-fastHits:
@@ -133,8 +145,8 @@ func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 			slices.Sort(lat)
 			p99 := lat[(n*99+99)/100-1] // nearest rank: of 10, the slowest
 			t.Logf("%s: commit → fast delivery over %d events with 50 hanging endpoints: median %v, p99 %v", eng.Name, n, lat[n/2], p99)
-			if p99 > time.Second {
-				t.Errorf("p99 commit → delivery %v, want within 1 s (all: %v)", p99, lat)
+			if p99 > bound {
+				t.Errorf("p99 commit → delivery %v, want within %v (all: %v)", p99, bound, lat)
 			}
 		})
 	}
