@@ -45,6 +45,8 @@ type config struct {
 	requests                 int64
 	only, cpuprofile         string
 	external                 bool
+	proxy                    time.Duration
+	latencyN                 int
 	ext                      externalConfig
 }
 
@@ -66,7 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.fanoutEvents, "fanout-events", 5, "events in the webhook fan-out row, each delivered to 100 receivers")
 	fs.Int64Var(&c.requests, "requests", 100_000, "requests before the second memory reading")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the harness row (load generator and both servers) to this file")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout); default all")
+	fs.DurationVar(&c.proxy, "proxy-latency", 5*time.Millisecond, "latency the latency rows' proxy adds to every DynamoDB call")
+	fs.IntVar(&c.latencyN, "latency-requests", 60, "requests per route in the latency rows")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout,latency); default all")
 	fs.BoolVar(&c.external, "external", false, "instead of the table: harness ÷ bare net/http measured from outside with wrk (make bench-external; the -external-* flags tune it)")
 	c.ext.flags(fs)
 	serveBareAddr := fs.String("serve-bare", "", "serve the bare provider on this address (what -external starts as its baseline)")
@@ -111,7 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var server *dynamolocal.Server
 	const table = "a2awire-bench"
-	if want("cold") || want("cost") {
+	if want("cold") || want("cost") || want("latency") {
 		progress("starting DynamoDB Local...")
 		s, err := dynamolocal.Start()
 		if err != nil {
@@ -144,6 +148,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if want("cost") {
 		progress("4/6 DynamoDB cost per operation on DynamoDB Local...")
 		rows = append(rows, costRows(ctx, server, table)...)
+	}
+	if want("latency") {
+		progress("latency rows: each signed world route over a %v DynamoDB proxy, %d requests each...", c.proxy, c.latencyN)
+		rows = append(rows, latencyRows(ctx, server, table, c.proxy, c.latencyN)...)
 	}
 	if want("memory") {
 		progress("5/6 memory of %s idle and after %d requests...", c.local, c.requests)

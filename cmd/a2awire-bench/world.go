@@ -49,10 +49,13 @@ func (b budget) allows(calls map[string]int) bool {
 	return group <= b.oneOfMax
 }
 
-// authCalls is what a member route's signature check costs before the
-// domain runs: the nonce's conditional PutItem and the member key's
-// GetItem, and on a limited route the rate-limit window's UpdateItem.
-const authCalls = "auth: 1 PutItem (nonce) + 1 GetItem (member key)"
+// authCalls is what a member route's signature check costs (package
+// shared/store/guard): the nonce's conditional PutItem and, on a key this
+// instance verified before, the member key's and the manifest's existence
+// (two GetItems beside a read; inside a write's transaction all of it
+// rides there and costs no call); on a limited route the rate-limit
+// window's UpdateItem.
+const authCalls = "auth: 1 PutItem (nonce) + 2 GetItem (member key, manifest), in the write's transaction on a write"
 
 // with returns calls with the auth calls of a member route added (and the
 // rate-limit UpdateItem when limited).
@@ -62,7 +65,7 @@ func with(limited bool, domain map[string]int) map[string]int {
 		out = map[string]int{}
 	}
 	out["PutItem"]++
-	out["GetItem"]++
+	out["GetItem"] += 2
 	if limited {
 		out["UpdateItem"]++
 	}
@@ -116,7 +119,7 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 	tight := ratelimit.DefaultLimits()
 	tight[ratelimit.Send] = 1
 	tightDeps := worldhttp.NewDeps(st, tight, "", logging.Discard(), nil)
-	box := inbox.New(st)
+	box := inbox.New(deps.Store) // guarded, as the function builds it (NeedStore)
 	entries := map[string]lambdahttp.Handler{}
 	for name, build := range map[string]func() (http.Handler, error){
 		"put": func() (http.Handler, error) { return worldhttp.NewPut(as(deps.Options, "world-put"), deps.World) },
@@ -130,7 +133,7 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 		},
 		"events": func() (http.Handler, error) { return worldhttp.NewEvents(as(deps.Options, "world-events"), deps.World) },
 		"tight": func() (http.Handler, error) {
-			return worldhttp.NewSend(as(tightDeps.Options, "world-send"), inbox.New(st))
+			return worldhttp.NewSend(as(tightDeps.Options, "world-send"), inbox.New(tightDeps.Store))
 		},
 	} {
 		h, err := build()

@@ -61,6 +61,7 @@ import (
 	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/strictjson"
 )
 
@@ -320,6 +321,11 @@ func anonymous(spec Route, signed http.Handler) http.Handler {
 func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (auth.KeyLookup, error),
 	check func(*http.Request, Identity) error, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The request's guard: the nonce claim, the rate-limit count
+		// and the membership checks are collected here and written by
+		// the handler's first store call (package guard).
+		ctx, _ := guard.Begin(r.Context())
+		r = r.WithContext(ctx)
 		body := Body(r)
 		lookup, err := keys(r, body)
 		if err != nil {
@@ -338,12 +344,112 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
 		if check != nil {
 			if err := check(r, id); err != nil {
+				if gerr := guard.Settle(r.Context()); gerr != nil {
+					err = gerr
+				}
 				d.fail(w, r, err)
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		held := &heldWriter{w: w, r: r, fail: d.fail}
+		next.ServeHTTP(held, r)
+		held.end()
 	})
+}
+
+// heldWriter holds a guarded handler's answer until the request's guard
+// has settled: a guard that failed (a replayed nonce, a rate limit, a
+// membership gone) answers its own error instead, exactly as when the
+// guard was written before the handler ran. A handler that flushes (a
+// stream) settles the guard at its first Flush and writes through from
+// then on.
+type heldWriter struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	fail    func(http.ResponseWriter, *http.Request, error)
+	header  http.Header
+	status  int
+	body    bytes.Buffer
+	through bool // flushed: writing straight to w
+	failed  bool // the guard refused at a Flush; the rest is dropped
+}
+
+func (h *heldWriter) Header() http.Header {
+	if h.through {
+		return h.w.Header()
+	}
+	if h.header == nil {
+		h.header = http.Header{}
+	}
+	return h.header
+}
+
+func (h *heldWriter) WriteHeader(status int) {
+	if h.through {
+		if !h.failed {
+			h.w.WriteHeader(status)
+		}
+		return
+	}
+	if h.status == 0 {
+		h.status = status
+	}
+}
+
+func (h *heldWriter) Write(b []byte) (int, error) {
+	if h.through {
+		if h.failed {
+			return 0, http.ErrHandlerTimeout
+		}
+		return h.w.Write(b)
+	}
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	return h.body.Write(b)
+}
+
+// Flush settles the guard, then sends what is held and streams the rest.
+func (h *heldWriter) Flush() {
+	if !h.through {
+		h.through = true
+		if err := guard.Settle(h.r.Context()); err != nil {
+			h.failed = true
+			h.fail(h.w, h.r, err)
+			return
+		}
+		h.send()
+	}
+	if f, ok := h.w.(http.Flusher); ok && !h.failed {
+		f.Flush()
+	}
+}
+
+// send writes the held answer to w.
+func (h *heldWriter) send() {
+	dst := h.w.Header()
+	for k, v := range h.header {
+		dst[k] = v
+	}
+	if h.status != 0 {
+		h.w.WriteHeader(h.status)
+	}
+	if h.body.Len() > 0 {
+		_, _ = h.w.Write(h.body.Bytes())
+	}
+}
+
+// end settles a guard still pending (the handler answered without a store
+// call) and writes the held answer, or the guard's error in its place.
+func (h *heldWriter) end() {
+	if h.through {
+		return
+	}
+	if err := guard.Settle(h.r.Context()); err != nil {
+		h.fail(h.w, h.r, err)
+		return
+	}
+	h.send()
 }
 
 // fail renders err and logs it when it is the server's fault.

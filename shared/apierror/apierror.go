@@ -154,6 +154,12 @@ const StoreRetryAfter = time.Second
 // Unavailable with Retry-After, anything else Internal. The cause keeps op for logs; the
 // client sees neither.
 func FromStore(op string, err error) *Error {
+	// A store call refused by the request's guard (shared/store/guard)
+	// carries the guard's own verdict (429, nonce already used, …).
+	var verdict *Error
+	if errors.As(err, &verdict) {
+		return verdict
+	}
 	err = fmt.Errorf("%s: %w", op, err)
 	var busy interface{ Unavailable() bool }
 	if (errors.As(err, &busy) && busy.Unavailable()) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

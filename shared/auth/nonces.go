@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 )
 
 // Nonces is the replay guard of request signing over the item API: one item
 // per (keyid, nonce), written once by a conditional Put that expires with the
-// signature.
+// signature. Inside a request whose context carries a guard
+// (shared/store/guard), the Put is added to it and written with the
+// request's first store call.
 //
 //	pk "NONCE#<keyid>"   sk "N#<nonce>"   type "nonce"   expiresAt = the signature's expires
 type Nonces struct {
@@ -40,6 +43,12 @@ func (n *Nonces) Claim(ctx context.Context, keyID, nonce string, expires, now ti
 		"type":              store.S("nonce"),
 	}
 	cond := store.Or(store.ItemAbsent(), store.Le(store.AttrExpiresAt, store.N(now.Unix())))
+	// Inside a guarded request the claim joins the request's first store
+	// call (package guard): no round trip of its own.
+	if guard.Add(ctx, n.s, guard.Part{Action: store.Put(k, item).When(cond),
+		Refused: func(*store.ConditionFailedError) error { return unauthorized("nonce already used") }}) {
+		return nil
+	}
 	if _, err := n.s.Write(ctx, store.Put(k, item).When(cond)); err != nil {
 		if errors.Is(err, store.ErrConditionFailed) {
 			return unauthorized("nonce already used")

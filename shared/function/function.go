@@ -28,6 +28,7 @@ import (
 	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 )
 
 // Env is what a builder may depend on.
@@ -113,12 +114,15 @@ func (e Env) Clock() func() time.Time {
 	return time.Now
 }
 
-// NeedStore returns e.Store, or an error naming fn when it has none.
+// NeedStore returns e.Store, or an error naming fn when it has none. The
+// store is guarded (shared/store/guard): a signed request's nonce claim,
+// rate-limit count and membership checks ride on its first store call, so
+// every function's routes get that without a line of their own.
 func (e Env) NeedStore(fn string) (store.Store, error) {
 	if e.Store == nil {
 		return nil, fmt.Errorf("%s: no table (TABLE_NAME)", fn)
 	}
-	return e.Store, nil
+	return guard.Wrap(e.Store), nil
 }
 
 // Variables the network's key is read from in Lambda.

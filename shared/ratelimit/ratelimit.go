@@ -22,6 +22,12 @@
 // end of one minute and the start of the next); that is the price of one
 // write per request, and the per-minute contract still holds for every
 // calendar minute.
+//
+// Inside a request whose context carries a guard (shared/store/guard, opened
+// by shared/access on signed routes), the count is not written at once: it
+// joins the request's first store call — the domain's transaction, or
+// beside its first read — so it costs no round trip of its own. A refused
+// count then refuses the request with the same 429.
 package ratelimit
 
 import (
@@ -34,6 +40,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	worlds "github.com/a2awire/a2awire/shared/world"
 )
 
@@ -199,18 +206,27 @@ func (l *Limiter) AllowWorld(ctx context.Context, world string, op Op) error {
 // it is at limit.
 func (l *Limiter) count(ctx context.Context, k store.Key, op Op, limit int, now time.Time) error {
 	end := time.Unix((minute(now)+1)*60, 0)
-	_, err := l.store.Write(ctx, store.Update(k).
+	up := store.Update(k).
 		AddNum(attrN, 1).
 		SetAttr(attrType, store.S(TypeWindow)).
 		SetAttr(store.AttrExpiresAt, store.ExpiresAt(end.Add(keep))).
-		When(store.Or(store.NotExists(attrN), store.Lt(attrN, store.N(int64(limit))))))
+		When(store.Or(store.NotExists(attrN), store.Lt(attrN, store.N(int64(limit)))))
+	refused := func(*store.ConditionFailedError) error {
+		wait := end.Sub(now)
+		return &apierror.Error{Kind: apierror.RateLimited, RetryAfter: wait,
+			Message: fmt.Sprintf("rate limit exceeded: at most %d %s requests per minute; retry in %d s", limit, op, int((wait+time.Second-1)/time.Second))}
+	}
+	// Inside a guarded request the count joins the request's first store
+	// call (the domain's transaction, or beside its first read).
+	if guard.Add(ctx, l.store, guard.Part{Action: up, Refused: refused}) {
+		return nil
+	}
+	_, err := l.store.Write(ctx, up)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrConditionFailed):
-		wait := end.Sub(now)
-		return &apierror.Error{Kind: apierror.RateLimited, RetryAfter: wait,
-			Message: fmt.Sprintf("rate limit exceeded: at most %d %s requests per minute; retry in %d s", limit, op, int((wait+time.Second-1)/time.Second))}
+		return refused(nil)
 	default:
 		return apierror.FromStore("check rate limit", err)
 	}

@@ -267,7 +267,6 @@ type EventPage struct {
 
 func (s *Service) events(ctx context.Context, world string, reader Member, after string, limit int) (EventPage, error) {
 	awnID := reader.AWNID
-	none := EventPage{Events: []Event{}, Cursor: after}
 	if !worldIDShape.Match(world) || (awnID != "" && !ValidAWNID(awnID)) {
 		return EventPage{}, notJoined(world)
 	}
@@ -275,9 +274,23 @@ func (s *Service) events(ctx context.Context, world string, reader Member, after
 	if err != nil {
 		return EventPage{}, apierror.FromStore("read events", err)
 	}
+	p, _, err := s.eventsAt(ctx, world, awnID, after, limit, head, func() (Member, error) { return reader, nil })
+	return p, err
+}
+
+// eventsAt is events with the head already read: the reader comes from
+// member, which runs beside the Queries (a poll records itself there, so
+// that a poll is two round trips: the head, then the record and the
+// pages). It returns the page and the reader.
+func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limit int, head string, member func() (Member, error)) (EventPage, Member, error) {
+	none := EventPage{Events: []Event{}, Cursor: after}
 	if after > head {
-		return EventPage{}, futureCursor(after)
+		return EventPage{}, Member{}, futureCursor(after)
 	}
+	var reader Member
+	var rerr error
+	var rwg sync.WaitGroup
+	rwg.Go(func() { reader, rerr = member() })
 	now := s.now()
 	lo := CursorFloor(now.Add(-EventTTL))
 	if after != "" {
@@ -286,7 +299,11 @@ func (s *Service) events(ctx context.Context, world string, reader Member, after
 		}
 	}
 	if after == head || lo > head {
-		return none, nil
+		rwg.Wait()
+		if rerr != nil {
+			return EventPage{}, Member{}, rerr
+		}
+		return none, reader, nil
 	}
 	// Every event with an id up to head has committed (commits are in id
 	// order), so both partitions are complete up to it. A page cut short
@@ -308,11 +325,15 @@ func (s *Service) events(ctx context.Context, world string, reader Member, after
 		})
 	}
 	wg.Wait()
+	rwg.Wait()
+	if rerr != nil {
+		return EventPage{}, Member{}, rerr
+	}
 	bound := head
 	var evs [2][]Event
 	for i, page := range pages {
 		if errs[i] != nil {
-			return EventPage{}, apierror.FromStore("read events", errs[i])
+			return EventPage{}, Member{}, apierror.FromStore("read events", errs[i])
 		}
 		if n := len(page.Items); page.Cursor != "" && n > 0 {
 			bound = min(bound, page.Items[n-1].Key().SK)
@@ -320,7 +341,7 @@ func (s *Service) events(ctx context.Context, world string, reader Member, after
 		for _, it := range page.Items {
 			e, err := DecodeEvent(it)
 			if err != nil {
-				return EventPage{}, internal(err)
+				return EventPage{}, Member{}, internal(err)
 			}
 			if now.Sub(e.CreatedAt) > EventTTL || !seesEvent(reader, e) {
 				continue
@@ -330,11 +351,11 @@ func (s *Service) events(ctx context.Context, world string, reader Member, after
 	}
 	out := merge(evs[0], evs[1], bound, limit)
 	if len(out) == limit {
-		return EventPage{Events: out, Cursor: out[limit-1].ID}, nil
+		return EventPage{Events: out, Cursor: out[limit-1].ID}, reader, nil
 	}
 	// Fewer than limit: everything up to bound was read and passed over
 	// or returned, so the next poll may start there.
-	return EventPage{Events: out, Cursor: bound}, nil
+	return EventPage{Events: out, Cursor: bound}, reader, nil
 }
 
 // merge returns the limit smallest events of a and b (both sorted by id)
@@ -387,12 +408,18 @@ func (s *Service) Poll(ctx context.Context, world, awnID, after string, limit in
 			end = byDeadline
 		}
 	}
-	m, err := s.markPolled(ctx, world, awnID)
-	if err != nil {
-		return EventPage{}, err
+	if !validMember(world, awnID) {
+		return EventPage{}, notJoined(world)
 	}
+	// Two round trips: the head, then the poll's record beside the
+	// pages (the record gives the reader its visibility, applied once
+	// the pages are in).
+	head, err := s.log.Head(ctx, world)
+	if err != nil {
+		return EventPage{}, apierror.FromStore("read events", err)
+	}
+	p, m, err := s.eventsAt(ctx, world, awnID, after, limit, head, func() (Member, error) { return s.markPolled(ctx, world, awnID) })
 	for {
-		p, err := s.events(ctx, world, m, after, limit)
 		if err != nil || len(p.Events) > 0 {
 			return p, err
 		}
@@ -406,5 +433,6 @@ func (s *Service) Poll(ctx context.Context, world, awnID, after string, limit in
 			return EventPage{}, apierror.FromStore("wait for events", fmt.Errorf("world %s: %w", world, ctx.Err()))
 		case <-s.wait.After(min(left, PollInterval)):
 		}
+		p, err = s.events(ctx, world, m, after, limit)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 )
 
 // Items and limits of the event head (see the package doc, "Event order").
@@ -153,6 +155,22 @@ const (
 // The caller queues its request; the first caller to find its queue idle
 // drains it, a batch at a time, while later callers wait for their answer.
 func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Action) (Event, error) {
+	// The request's guard (nonce, rate limit, membership: package guard)
+	// joins its caller's actions, so that whatever batch the commit lands
+	// in carries it; its failure is the guard's answer.
+	gacts, finish := guard.Take(ctx, with)
+	off := len(with)
+	if len(gacts) > 0 {
+		with = append(append([]store.Action(nil), with...), gacts...)
+	}
+	// The log's own calls (the batch's Write, an unknown outcome's
+	// settling) carry the guard already: they must not wait for it.
+	ev, err := l.enqueue(guard.Without(ctx), ev, fixed, with)
+	return ev, finish(err, off)
+}
+
+// enqueue is commit once the guard has joined with.
+func (l *Log) enqueue(ctx context.Context, ev Event, fixed bool, with []store.Action) (Event, error) {
 	r := &request{ctx: ctx, ev: ev, with: with, fixed: fixed, done: make(chan struct{})}
 	q := &l.queues[fnv32(ev.World)%uint32(len(l.queues))]
 	q.mu.Lock()
@@ -239,6 +257,7 @@ func takeBatch(reqs []*request) (batch, rest []*request) {
 		return batch, reqs[1:]
 	}
 	keys := map[store.Key]bool{}
+	checks := map[store.Key]bool{} // keys held by shared checks only
 	actions, bytes := 1, 0
 	fits := func(r *request) bool {
 		if r.fixed || r.ev.World != first.ev.World || len(batch) >= maxBatch || actions+len(r.with)+1 > store.MaxActions {
@@ -246,7 +265,7 @@ func takeBatch(reqs []*request) (batch, rest []*request) {
 		}
 		size := len(r.ev.Data)
 		for _, a := range r.with {
-			if keys[a.Key] {
+			if keys[a.Key] && !(shared(a) && checks[a.Key]) {
 				return false
 			}
 			size += store.ItemSize(a.Item) + store.ItemSize(a.Set)
@@ -256,6 +275,11 @@ func takeBatch(reqs []*request) (batch, rest []*request) {
 		}
 		for _, a := range r.with {
 			keys[a.Key] = true
+			if shared(a) {
+				checks[a.Key] = true
+			} else {
+				delete(checks, a.Key)
+			}
 		}
 		actions, bytes = actions+len(r.with)+1, bytes+size
 		return true
@@ -269,6 +293,12 @@ func takeBatch(reqs []*request) (batch, rest []*request) {
 		}
 	}
 	return batch, rest
+}
+
+// shared reports whether a is a check that the item exists, which any
+// number of a batch's callers may ask of one item.
+func shared(a store.Action) bool {
+	return a.Kind == store.CheckAction && reflect.DeepEqual(a.If, store.ItemExists())
 }
 
 // run commits a batch and answers its callers. A batch of several that
@@ -316,8 +346,21 @@ func (l *Log) write(ctx context.Context, batch []*request) error {
 		l.allocateAfter(batch, "")
 	}
 	var acts []store.Action
+	checked := map[store.Key]bool{}
 	for _, r := range batch {
-		acts = append(acts, r.with...)
+		for _, a := range r.with {
+			if shared(a) {
+				// Several requests' guards check that the world
+				// exists: one check serves them (a Write names an
+				// item once). A batch failing is retried one by
+				// one, so indexes stay each caller's.
+				if checked[a.Key] {
+					continue
+				}
+				checked[a.Key] = true
+			}
+			acts = append(acts, a)
+		}
 	}
 	n := len(acts)
 	acts = append(acts, make([]store.Action, 1+len(batch))...)

@@ -14,6 +14,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/ident"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 )
 
 // Presence values of the agents list.
@@ -497,9 +498,24 @@ func (s *Service) Member(ctx context.Context, world, awnID string) (Member, erro
 // then 1 GetItem of the manifest). No such member → an *apierror.Error of
 // kind NotJoined; a world deleted (its members not yet removed) →
 // NotFound.
+//
+// Inside a guarded request (shared/store/guard) it costs less: a key this
+// instance verified before is taken from its cache with no read, and the
+// membership and the world's existence become checks of the request's
+// guard, settled by its first store call (a ConditionCheck in its
+// transaction, or a GetItem beside its read); an uncached key costs the
+// member key's GetItem alone, the world's check joining the guard.
 func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.PublicKey, string, error) {
 	if !auth.ValidKeyID(keyID) || !worldIDShape.Match(world) {
 		return nil, "", notJoined(world)
+	}
+	guarded := guard.Active(ctx)
+	if pub, ok := s.keys.Get(keyID); ok && guarded {
+		// Verified before in this instance: the key is its keyid's, so
+		// only the membership is left to prove, and the request's first
+		// store call carries it (in its transaction, or beside its read).
+		s.guardMembership(ctx, world, keyID)
+		return pub, auth.AWNID(pub), nil
 	}
 	it, err := s.store.Get(ctx, MemberKeyKey(world, keyID))
 	if errors.Is(err, store.ErrNotFound) {
@@ -513,6 +529,11 @@ func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.P
 	if it.Str(AttrType) != TypeMemberKey || len(pub) != ed25519.PublicKeySize || awnID == "" {
 		return nil, "", internal(fmt.Errorf("world: item %s is not a member key", it.Key()))
 	}
+	if guarded {
+		s.keys.Put(ed25519.PublicKey(pub))
+		s.guardWorld(ctx, world)
+		return ed25519.PublicKey(pub), awnID, nil
+	}
 	// A deleted world answers 404 at once, while its deleter has yet to
 	// remove the member keys: the manifest goes first.
 	if _, err := s.store.Get(ctx, ManifestKey(world)); errors.Is(err, store.ErrNotFound) {
@@ -521,6 +542,23 @@ func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.P
 		return nil, "", apierror.FromStore("read world", err)
 	}
 	return ed25519.PublicKey(pub), awnID, nil
+}
+
+// guardMembership adds to the request's guard that keyID is a member of
+// world (its member key item exists: NotJoined otherwise) and that the
+// world exists.
+func (s *Service) guardMembership(ctx context.Context, world, keyID string) {
+	guard.Add(ctx, s.store, guard.Part{Action: store.Check(MemberKeyKey(world, keyID), store.ItemExists()),
+		Refused: func(*store.ConditionFailedError) error { return notJoined(world) }})
+	s.guardWorld(ctx, world)
+}
+
+// guardWorld adds to the request's guard that world's manifest exists: a
+// deleted world answers 404 at once, while its deleter has yet to remove
+// the member keys.
+func (s *Service) guardWorld(ctx context.Context, world string) {
+	guard.Add(ctx, s.store, guard.Part{Action: store.Check(ManifestKey(world), store.ItemExists()),
+		Refused: func(*store.ConditionFailedError) error { return worldNotFound(world) }})
 }
 
 // MarkPolled records that awnID polled events now and announces the

@@ -102,6 +102,10 @@ type Service struct {
 	// agentParts names other packages' per-agent partitions the deleter
 	// empties (WithAgentPartitions).
 	agentParts PartitionsOf
+	// keys are the member keys this instance has verified (MemberKey):
+	// self-certifying, so a hit needs no read, only the membership
+	// check the request's guard carries.
+	keys *auth.KeyCache
 }
 
 // WaitClock is the clock a long poll waits on: the real one by default
@@ -159,7 +163,7 @@ func New(st store.Store, opts ...Option) *Service {
 	if st == nil {
 		panic("world: nil store")
 	}
-	s := &Service{store: st, now: time.Now, ids: NewIDs(), wait: realClock{}}
+	s := &Service{store: st, now: time.Now, ids: NewIDs(), wait: realClock{}, keys: auth.NewKeyCache(0)}
 	for _, o := range opts {
 		o(s)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/inbox"
@@ -16,6 +17,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/store/roundtrips"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/worldhttp"
 )
@@ -35,11 +37,12 @@ func TestMain(m *testing.M) {
 func TestRequestCost(t *testing.T) {
 	m := capacity.New()
 	client, table := dynamolocal.NewTable(t, local, m.Option())
-	st := dynamo.New(client, table)
+	rt := roundtrips.WithDelay(dynamo.New(client, table), 15*time.Millisecond)
+	st := store.Store(rt)
 	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "https://net.example", nil, nil)
 	o := deps.Options
 	w := deps.World
-	box := inbox.New(st)
+	box := inbox.New(deps.Store) // guarded, as the function builds it
 	must := func(h http.Handler, err error) http.Handler {
 		t.Helper()
 		if err != nil {
@@ -55,7 +58,7 @@ func TestRequestCost(t *testing.T) {
 		"agents":   must(worldhttp.NewAgents(fn(o, "world-agents"), w)),
 		"send":     must(worldhttp.NewSend(fn(o, "world-send"), box)),
 		"messages": must(worldhttp.NewMessages(fn(o, "world-messages"), box)),
-		"ping":     must(worldhttp.NewPing(fn(o, "world-ping"), w, mustProber(t, st))),
+		"ping":     must(worldhttp.NewPing(fn(o, "world-ping"), w, mustProber(t, deps.Store))),
 		"act":      must(worldhttp.NewAct(fn(o, "world-act"), w)),
 		"events":   must(worldhttp.NewEvents(fn(o, "world-events"), w)),
 		"card":     must(worldhttp.NewCard(fn(o, "world-card"), w)),
@@ -92,40 +95,47 @@ func TestRequestCost(t *testing.T) {
 		body         string
 		status       int
 		calls        map[string]int
+		sequential   int // round trips one after another (shared/store/roundtrips)
 	}{
-		{"create world", "put", a, "PUT", "/v0/worlds/cost", fmt.Sprintf(`{"publicKey":%q,"name":"Cost"}`, b64(key(a[0]))), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1}}, // manifest + owner's index item
-		{"update world (owner, no publicKey)", "put", a, "PUT", "/v0/worlds/cost", `{"name":"Cost 2"}`, 200, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1}},
-		{"get world", "get", nil, "GET", "/v0/worlds/cost", "", 200, map[string]int{"GetItem": 1}},
-		{"card", "card", nil, "GET", "/v0/worlds/cost/.well-known/agent-card.json", "", 200, map[string]int{"GetItem": 1}},
+		{"create world", "put", a, "PUT", "/v0/worlds/cost", fmt.Sprintf(`{"publicKey":%q,"name":"Cost"}`, b64(key(a[0]))), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1}, 2}, // manifest + owner's index item
+		{"update world (owner, no publicKey)", "put", a, "PUT", "/v0/worlds/cost", `{"name":"Cost 2"}`, 200, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1}, 3},
+		{"get world", "get", nil, "GET", "/v0/worlds/cost", "", 200, map[string]int{"GetItem": 1}, 1},
+		{"card", "card", nil, "GET", "/v0/worlds/cost/.well-known/agent-card.json", "", 200, map[string]int{"GetItem": 1}, 1},
 		// A join: the world's join window (UpdateItem), the listing's
 		// refresh after the commit (UpdateItem, TransactWriteItems), then
 		// the players' page: the manifest and members (Query), their
 		// webhooks (Query). Every member route reads the manifest first
 		// (GetItem), so a deleted world answers 404 at once.
-		{"join (new)", "join", a, "POST", "/v0/worlds/cost/join", joinBody(a), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 2, "UpdateItem": 3}},
-		{"join (new, second agent)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 2, "UpdateItem": 3}},
-		{"join (already joined)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
-		{"agents (2 members)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "UpdateItem": 1}},
-		{"agents (not joined)", "agents", []byte{23}, "GET", "/v0/worlds/cost/agents", "", 401, map[string]int{"GetItem": 1}},
-		{"send", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, bID), 201, map[string]int{"GetItem": 2, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
-		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
-		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
+		{"join (new)", "join", a, "POST", "/v0/worlds/cost/join", joinBody(a), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 2, "UpdateItem": 3}, 8},
+		{"join (new, second agent)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 201, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "TransactWriteItems": 2, "UpdateItem": 3}, 8},
+		{"join (already joined)", "join", b, "POST", "/v0/worlds/cost/join", joinBody(b), 200, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 2, "UpdateItem": 1}, 3},
+		{"agents (2 members)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "UpdateItem": 1}, 3},
+		{"agents (not joined)", "agents", []byte{23}, "GET", "/v0/worlds/cost/agents", "", 401, map[string]int{"GetItem": 1}, 1},
+		{"send", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, bID), 201, map[string]int{"TransactWriteItems": 1}, 1},
+		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}, 2},
+		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}, 2},
 		// ping: the target, the probe's webhook read, the probe recorded
 		// (UpdateItem) and the webhook read again for its presence.
-		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 5, "PutItem": 1, "UpdateItem": 2}},
-		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 3, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}},
+		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 5, "PutItem": 1, "UpdateItem": 2}, 4},
+		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 3, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}, 2},
 		// b's first poll: its presence.changed (online) is committed.
-		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}},
-		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1, "TransactWriteItems": 2, "UpdateItem": 1}},
+		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 2, "TransactWriteItems": 1, "UpdateItem": 1}, 3},
+		// b's second poll: nothing changes, the head then the record
+		// beside the pages.
+		{"events (again)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 2, "UpdateItem": 1}, 2},
+		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1, "TransactWriteItems": 2, "UpdateItem": 1}, 5},
 	}
 	for _, s := range steps {
 		if got := call(s.fn, s.k, s.method, s.path, s.body); got != s.status {
 			t.Fatalf("%s: status %d, want %d", s.name, got, s.status)
 		}
-		use := m.Take()
-		t.Logf("%-36s %v", s.name, use.Calls())
+		use, depth := m.Take(), rt.Take()
+		t.Logf("%-36s %d sequential  %v", s.name, depth, use.Calls())
 		if !maps.Equal(use.Calls(), s.calls) {
 			t.Errorf("%s: calls %v, want %v", s.name, use.Calls(), s.calls)
+		}
+		if depth != s.sequential {
+			t.Errorf("%s: %d sequential round trips, want %d", s.name, depth, s.sequential)
 		}
 	}
 }

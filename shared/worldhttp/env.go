@@ -8,6 +8,7 @@ import (
 	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -27,6 +28,9 @@ type Deps struct {
 // (FromEnv) and the local harness both build them here, so the two cannot
 // wire the functions differently.
 func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.Logger, now func() time.Time) Deps {
+	// The guarded store writes each signed request's nonce, rate-limit
+	// count and membership check with the domain's own first call.
+	st = guard.Wrap(st)
 	w := world.New(st, world.WithSubjects(registry.New(st)), world.WithClock(now))
 	var lopts []ratelimit.Option
 	if now != nil {

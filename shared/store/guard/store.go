@@ -1,0 +1,139 @@
+package guard
+
+import (
+	"context"
+	"sync"
+
+	"github.com/a2awire/a2awire/shared/store"
+)
+
+// Store is a store.Store that settles the guard of the request in each
+// call's context (see the package doc); without a guard in the context it
+// is the store it wraps.
+type Store struct {
+	inner store.Store
+}
+
+// Wrap returns st guarded; a store already guarded is returned as it is.
+func Wrap(st store.Store) store.Store {
+	if st == nil {
+		return nil
+	}
+	if g, ok := st.(*Store); ok {
+		return g
+	}
+	return &Store{inner: st}
+}
+
+// Unwrap returns the store s wraps.
+func (s *Store) Unwrap() store.Store { return s.inner }
+
+func unwrap(st store.Store) store.Store {
+	for {
+		g, ok := st.(*Store)
+		if !ok {
+			return st
+		}
+		st = g.inner
+	}
+}
+
+// Get reads beside the guard's parts and answers once both are done.
+func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
+	var it store.Item
+	err := s.beside(ctx, func() error {
+		var err error
+		it, err = s.inner.Get(ctx, k)
+		return err
+	})
+	return it, err
+}
+
+// Query reads beside the guard's parts and answers once both are done.
+func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
+	var p store.Page
+	err := s.beside(ctx, func() error {
+		var err error
+		p, err = s.inner.Query(ctx, q)
+		return err
+	})
+	return p, err
+}
+
+// beside runs read while the request's guard is settled (by this call when
+// it is pending, else by whoever claimed it), and returns the guard's
+// error first.
+func (s *Store) beside(ctx context.Context, read func() error) error {
+	r, ok := From(ctx)
+	if !ok {
+		return read()
+	}
+	parts, st, claimed := r.claim()
+	if !claimed {
+		err := read()
+		if gerr := r.wait(ctx); gerr != nil {
+			return refuse(gerr)
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	var gerr error
+	wg.Go(func() { gerr = writeAlone(ctx, st, parts) })
+	err := read()
+	wg.Wait()
+	r.finish(gerr)
+	if gerr != nil {
+		return refuse(gerr)
+	}
+	return err
+}
+
+// Write carries the pending guard in the same transaction when it can,
+// else writes it first; a guard being settled by another call is waited
+// for.
+func (s *Store) Write(ctx context.Context, actions ...store.Action) ([]store.Item, error) {
+	if _, ok := From(ctx); !ok {
+		return s.inner.Write(ctx, actions...)
+	}
+	acts, finish := Take(ctx, actions)
+	if len(acts) == 0 {
+		if err := finish(nil, len(actions)); err != nil {
+			return nil, err
+		}
+		return s.inner.Write(ctx, actions...)
+	}
+	res, err := s.inner.Write(ctx, append(append([]store.Action(nil), actions...), acts...)...)
+	if err := finish(err, len(actions)); err != nil {
+		return nil, err
+	}
+	return res[:len(actions)], nil
+}
+
+// carriable reports whether the pending parts can join actions in one
+// transaction: no action returns its item, the total is within
+// store.MaxActions, and no item is named twice (a guard check of an item
+// the write touches is left to the write alone when it is the same
+// condition; otherwise the guard goes first).
+func carriable(r *Request, actions []store.Action) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state != pending || len(r.parts) == 0 {
+		return true // nothing to carry: Take answers at once
+	}
+	if len(actions)+len(r.parts) > store.MaxActions {
+		return false
+	}
+	keys := make(map[store.Key]bool, len(actions))
+	for _, a := range actions {
+		if a.ReturnNew {
+			return false
+		}
+		keys[a.Key] = true
+	}
+	for _, p := range r.parts {
+		if keys[p.Action.Key] {
+			return false
+		}
+	}
+	return true
+}
