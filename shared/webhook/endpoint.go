@@ -45,9 +45,19 @@ const (
 	// SlotWait is how long a worker waits for a free slot before handing
 	// the delivery back to the queue with DeferDelay.
 	SlotWait = 300 * time.Millisecond
-	// DeferDelay is the shortest queue delay of a delivery that found its
-	// endpoint at its limit (SQS delays count whole seconds).
+	// DeferDelay is the queue delay of a delivery's first deferral, when
+	// it found its endpoint at its limit (SQS delays count whole seconds).
+	// Each later deferral of the same delivery doubles it, up to the time
+	// the oldest attempt in flight must have ended: how long a holder
+	// will still take is unknown (an attempt to a fast endpoint can take
+	// over FastAnswer on a loaded store), so the delivery looks again
+	// soon, then less often — one extra Query and SendMessage each time —
+	// rather than waiting out the attempt timeout behind an attempt that
+	// is about to end.
 	DeferDelay = time.Second
+	// maxDeferShift bounds the doubling (DeferDelay << 4 = 16 s, past any
+	// attempt's timeout).
+	maxDeferShift = 4
 
 	endpointPrefix = "WHEP#"
 	limitSK        = "LIMIT"
@@ -75,8 +85,18 @@ type slot struct {
 	limit  int
 }
 
-// noSlot: the endpoint is at its limit; a slot may free in retryIn.
+// noSlot: the endpoint is at its limit; a slot must be free in retryIn at
+// the latest.
 type noSlot struct{ retryIn time.Duration }
+
+// deferral is the queue delay of a delivery deferred for the deferred'th
+// time (0 for the first) by full: DeferDelay doubled per earlier deferral,
+// never past the time a slot must be free, in whole seconds.
+func deferral(full noSlot, deferred int) time.Duration {
+	grow := DeferDelay << min(max(deferred, 0), maxDeferShift)
+	must := (full.retryIn + time.Second - 1).Truncate(time.Second)
+	return max(DeferDelay, min(grow, must, queue.MaxDelay))
+}
 
 func (noSlot) Error() string { return "webhook: endpoint at its concurrency limit" }
 
@@ -86,7 +106,8 @@ func (noSlot) Error() string { return "webhook: endpoint at its concurrency limi
 // if a slot was taken under FastAnswer ago (a fast endpoint frees one
 // soon), and otherwise answers noSlot at once, with the time until the
 // oldest attempt in flight must have ended (its timeout), so a delivery to
-// a slow endpoint waits in the queue, not in a worker.
+// a slow endpoint waits in the queue, not in a worker (see DeferDelay for
+// how long).
 func (d *Dispatcher) acquire(ctx context.Context, url string) (slot, error) {
 	pk := EndpointPK(url)
 	holder := rand.Text()

@@ -59,6 +59,9 @@ type Job struct {
 	// Attempts were made before this message was sent (by earlier
 	// messages, for a retry from the schedule).
 	Attempts int `json:"attempts,omitempty"`
+	// Deferred counts the times the job found its endpoint at its
+	// concurrency cap and went back on the queue (each waits longer).
+	Deferred int `json:"deferred,omitempty"`
 }
 
 // Received is a job's message as a worker gets it.
@@ -182,11 +185,13 @@ func (d *Dispatcher) work(ctx context.Context, m Received) (keep bool, err error
 	var full noSlot
 	if errors.As(err, &full) {
 		// No attempt counted; this worker moves on.
+		delay := deferral(full, j.Deferred)
+		j.Deferred++
 		msg, err := encodeJob(j)
 		if err != nil {
 			return false, err
 		}
-		msg.Delay = min(queue.MaxDelay, full.retryIn.Round(time.Second)+time.Second)
+		msg.Delay = delay
 		return false, d.queue.Send(ctx, msg)
 	}
 	if err != nil {
