@@ -254,15 +254,8 @@ func TestEscrowScheduleThroughHarness(t *testing.T) {
 	c := &clock{now: time.Now().Truncate(time.Second)}
 	tick := make(chanTicker)
 	n, h := newEscrowNetWith(t, harness.Options{Now: c.Now, NewTicker: func(time.Duration) cloud.Ticker { return tick }})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	_, stop := run(t, h)
+	defer stop()
 	n.do(n.operator, "POST", "/api/v1/accounts/"+n.buyer.awnID()+"/grant", `{"amount":100,"memo":"start"}`, 200)
 	late := n.hire("a2awire-clean", "word-count", `{"text":"never verified"}`, 30)
 	kept := n.hire("a2awire-clean", "word-count", `{"text":"verified"}`, 20)

@@ -384,3 +384,19 @@ func TestEveryBuilderBuilds(t *testing.T) {
 		}
 	}
 }
+
+// run starts h's triggers (h.Run) until stop, which cancels them, waits
+// for Run to return and fails t if it returned an error. The context is
+// Run's, for calls that should end with it.
+func run(t *testing.T, h *harness.Harness) (ctx context.Context, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	return ctx, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

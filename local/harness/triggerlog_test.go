@@ -1,7 +1,6 @@
 package harness_test
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -31,15 +30,8 @@ func TestHarnessLogsTriggersAndDeliveries(t *testing.T) {
 	tick := make(chanTicker)
 	h := mustHarness(t, harness.Options{Log: logging.New(logs, logging.Text, slog.LevelInfo), Store: st,
 		NewTicker: func(time.Duration) cloud.Ticker { return tick }})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	ctx, stop := run(t, h)
+	defer stop()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
 	defer srv.Close()
 	if _, err := st.Write(ctx, store.Put(world.MemberKey("lobby", "aw:a"), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S("aw:a")})); err != nil {

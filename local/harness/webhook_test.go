@@ -85,15 +85,8 @@ func TestWebhookThroughHarness(t *testing.T) {
 		c.Advance(d)
 		deliveries.Wake()
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	ctx, stop := run(t, h)
+	defer stop()
 
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1:8080/.well-known/http-message-signatures-directory", nil))
@@ -259,15 +252,8 @@ func TestWebhookActionForwardedToWorld(t *testing.T) {
 	defer st.Close()
 	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st,
 		NewTicker: func(time.Duration) cloud.Ticker { return make(chanTicker) }})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	ctx, stop := run(t, h)
+	defer stop()
 	svc := world.New(st)
 	key := func(n byte) ed25519.PublicKey {
 		return ed25519.NewKeyFromSeed(append(make([]byte, 31), n)).Public().(ed25519.PublicKey)
@@ -367,15 +353,8 @@ func TestWebhookRoutesThroughHarness(t *testing.T) {
 	defer st.Close()
 	h := mustHarness(t, harness.Options{Log: logging.Discard(), Store: st,
 		NewTicker: func(time.Duration) cloud.Ticker { return make(chanTicker) }})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	ctx, stop := run(t, h)
+	defer stop()
 	svc := world.New(st)
 	priv := func(n byte) ed25519.PrivateKey { return ed25519.NewKeyFromSeed(append(make([]byte, 31), n)) }
 	if _, _, err := svc.PutWorld(ctx, world.Manifest{ID: "arena"}, priv(1).Public().(ed25519.PublicKey)); err != nil {

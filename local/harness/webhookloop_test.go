@@ -87,14 +87,8 @@ func TestWebhookAnswerLoopIsBounded(t *testing.T) {
 	if _, err := svc.SubmitAction(ctx, "loop", ids[2], "reply", json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	_, stop := run(t, h)
+	defer stop()
 	// Settled: each receiver's stats count every delivery, and a stats
 	// update follows the forwarding decision, so then every answer has
 	// been forwarded or dropped and no new action can come.
