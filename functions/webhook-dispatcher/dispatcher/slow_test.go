@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -18,21 +19,19 @@ import (
 )
 
 // TestSlowEndpointsDoNotDelayTheFastOne: 50 members' endpoints never
-// answer (each attempt runs into the 5 s timeout) and one answers at once.
-// Through the path an event takes in AWS — the dispatcher's stream trigger
-// on the engine's change feed (memory's own; DynamoDB Local's real table
-// stream, read with the Streams API as Lambda reads it), the delivery
-// queue, the deliverer's queue trigger with the route table's settings —
-// every event reaches the fast endpoint within 1 s of its commit on
-// memory, within 3 s on DynamoDB Local: the slowest of 10 is checked, so
-// that is the p99 too. DynamoDB Local's bound is looser because its Java
-// process shares make test's two cores with four other jobs (a quiet
-// machine measures a p99 under 1 s, docs/scale.md); 3 s still proves the
-// point, as a delivery queued behind a hanging attempt would wait out its
-// 5 s timeout (delivery.AttemptTimeout). Events come
-// every 200 ms for 2 s; the slow attempts still hang when the test ends,
-// about 3 s in all on memory, 5 s on DynamoDB Local. Bolt is left out: its
-// feed is memory's path with fsyncs, and the claim is about the stream.
+// answer (each attempt runs into the 5 s timeout, delivery.AttemptTimeout)
+// and one answers at once. Through the path an event takes in AWS — the
+// dispatcher's stream trigger on the engine's change feed (memory's own;
+// DynamoDB Local's real table stream, read with the Streams API as Lambda
+// reads it), the delivery queue, the deliverer's queue trigger with the
+// route table's settings — every one of 10 events reaches the fast
+// endpoint before the first hanging attempt has ended: no delivery to it
+// waits behind them. The claim is causal, so it holds on a machine of any
+// speed: a delivery queued behind a hanging attempt could not arrive
+// before that attempt's end. The commit → delivery latencies are logged;
+// their quiet-machine p99s (within the 1 s the scale docs give) are in
+// docs/scale.md. Bolt is left out: its feed is memory's path with fsyncs,
+// and the claim is about the stream.
 func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 	for _, eng := range stores.All(local) {
 		if eng.Name == "bolt" {
@@ -43,10 +42,19 @@ func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			hang := make(chan struct{})
+			// slowEnded closes when the first hanging attempt ends (its
+			// client gave up).
+			slowEnded := make(chan struct{})
+			var endOnce sync.Once
+			var slowEnd time.Time // written before slowEnded closes
 			slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// The server notices the client hanging up (and cancels
+				// r's context) only once the body is read.
+				_, _ = io.Copy(io.Discard, r.Body)
 				select {
 				case <-hang:
 				case <-r.Context().Done():
+					endOnce.Do(func() { slowEnd = time.Now(); close(slowEnded) })
 				}
 			}))
 			defer slow.Close()
@@ -113,41 +121,60 @@ func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 				t.Fatal("the warm-up event never reached the fast endpoint")
 			}
 
-			every, n := 200*time.Millisecond, 10
-			committed := map[string]time.Time{}
+			every, n := 100*time.Millisecond, 10
+			committed, seen := map[string]time.Time{}, map[string]bool{warm.ID: true}
 			for range n {
 				e, at := put()
 				committed[e.ID] = at
 				time.Sleep(every)
 			}
+			// A backstop, far past the claim: the pipeline stalled.
+			stalled := time.After(time.Minute)
 			var lat []time.Duration
-			bound := time.Second
-			if eng.Name != "memory" {
-				bound = 3 * time.Second
+			got := func(h hit) {
+				at, ok := committed[h.id]
+				switch {
+				case !ok && seen[h.id]:
+					// Delivery is at least once (a receiver dedupes by
+					// webhook-id); a repeat is not this test's concern.
+					return
+				case !ok:
+					t.Fatalf("fast endpoint got %s, not one of the events", h.id)
+				}
+				lat = append(lat, h.at.Sub(at))
+				delete(committed, h.id)
+				seen[h.id] = true
 			}
-			if bound >= delivery.AttemptTimeout {
-				t.Fatalf("bound %v does not separate a free delivery from one behind a %v attempt", bound, delivery.AttemptTimeout)
-			}
-			deadline := time.After(bound + 2*time.Second)
 			for len(lat) < n {
 				select {
 				case h := <-fastHits:
-					at, ok := committed[h.id]
-					if !ok {
-						t.Fatalf("fast endpoint got %s, not one of the events", h.id)
+					got(h)
+				case <-slowEnded:
+					// Hits that came before the end may not have been
+					// read yet.
+					for len(lat) < n {
+						select {
+						case h := <-fastHits:
+							if h.at.Before(slowEnd) {
+								got(h)
+								continue
+							}
+						default:
+						}
+						break
 					}
-					lat = append(lat, h.at.Sub(at))
-					delete(committed, h.id)
-				case <-deadline:
-					t.Fatalf("%d of %d events reached the fast endpoint; latencies so far %v", len(lat), n, lat)
+					if len(lat) == n {
+						break
+					}
+					t.Fatalf("a hanging attempt ended (after %v) while %d of %d events had not reached the fast endpoint: they waited behind it; latencies so far %v",
+						delivery.AttemptTimeout, n-len(lat), n, lat)
+				case <-stalled:
+					t.Fatalf("neither all %d events at the fast endpoint nor a hanging attempt's end within a minute; latencies so far %v", n, lat)
 				}
 			}
 			slices.Sort(lat)
 			p99 := lat[(n*99+99)/100-1] // nearest rank: of 10, the slowest
 			t.Logf("%s: commit → fast delivery over %d events with 50 hanging endpoints: median %v, p99 %v", eng.Name, n, lat[n/2], p99)
-			if p99 > bound {
-				t.Errorf("p99 commit → delivery %v, want within %v (all: %v)", p99, bound, lat)
-			}
 		})
 	}
 }
