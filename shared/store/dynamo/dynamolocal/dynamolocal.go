@@ -116,6 +116,12 @@ func start(java, jar string) (*Server, error) {
 		return nil, fmt.Errorf("dynamolocal: temp dir: %w", err)
 	}
 	cmd := exec.Command(java,
+		// A test's JVM lives for seconds to minutes on a machine it shares
+		// with the Go tests and other JVMs: the C1 compiler alone and the
+		// serial collector spend about a third less CPU than the server
+		// defaults (C2's optimizing compiles, a parallel collector's
+		// threads) for the same run (make test's budget).
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
 		"-Djava.io.tmpdir="+tmp,
 		"-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"),
 		"-jar", jar,
