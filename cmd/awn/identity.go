@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/a2awire/a2awire/shared/auth"
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/spf13/cobra"
 )
 
@@ -41,21 +41,14 @@ loses the old identity and the agent names registered with it.`,
 			if err != nil {
 				return err
 			}
-			pub, priv, err := ed25519.GenerateKey(rand.Reader)
+			me, err := awnc.CreateIdentity(home, force)
 			if err != nil {
-				return fmt.Errorf("generate key: %w", err)
-			}
-			pemKey, err := encodeKey(priv)
-			if err != nil {
-				return err
-			}
-			path := filepath.Join(home, keyFile)
-			if err := writeFileAtomic(path, pemKey, force); err != nil {
 				if errors.Is(err, fs.ErrExist) {
-					return usageErrorf("%s already holds a key; pass --force to replace it (the old identity is lost)", path)
+					return usageErrorf("%s already holds a key; pass --force to replace it (the old identity is lost)", filepath.Join(home, awnc.KeyFile))
 				}
 				return err
 			}
+			pub, path := me.PublicKey(), me.File
 			id := newIdentity(pub)
 			id.KeyFile = path
 			if a.json {
@@ -74,11 +67,11 @@ func (a *app) whoamiCommand() *cobra.Command {
 		Short: "Print this agent's awnId and keyid",
 		Args:  cobra.NoArgs,
 		RunE: wrap(func(cmd *cobra.Command, _ []string) error {
-			priv, err := a.loadKey()
+			me, err := a.identity()
 			if err != nil {
 				return err
 			}
-			id := newIdentity(priv.Public().(ed25519.PublicKey))
+			id := newIdentity(me.PublicKey())
 			if a.json {
 				return a.writeJSON(id)
 			}
