@@ -1,15 +1,12 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"text/tabwriter"
 
-	"github.com/a2awire/a2awire/shared/auth"
 	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/spf13/cobra"
 )
@@ -22,8 +19,8 @@ type identityJSON struct {
 	KeyFile   string `json:"keyFile,omitempty"`
 }
 
-func newIdentity(pub ed25519.PublicKey) identityJSON {
-	return identityJSON{AWNID: auth.AWNID(pub), KeyID: auth.KeyID(pub), PublicKey: base64.StdEncoding.EncodeToString(pub)}
+func newIdentity(id awnc.Identity) identityJSON {
+	return identityJSON{AWNID: id.AWNID(), KeyID: id.KeyID(), PublicKey: id.PublicKeyBase64()}
 }
 
 func (a *app) initCommand() *cobra.Command {
@@ -48,9 +45,8 @@ loses the old identity and the agent names registered with it.`,
 				}
 				return err
 			}
-			pub, path := me.PublicKey(), me.File
-			id := newIdentity(pub)
-			id.KeyFile = path
+			id := newIdentity(me)
+			id.KeyFile = me.File
 			if a.json {
 				return a.writeJSON(id)
 			}
@@ -71,7 +67,7 @@ func (a *app) whoamiCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			id := newIdentity(me.PublicKey())
+			id := newIdentity(me)
 			if a.json {
 				return a.writeJSON(id)
 			}

@@ -11,7 +11,6 @@ import (
 
 	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
-	"github.com/a2awire/a2awire/shared/webhook/signature"
 	"github.com/spf13/cobra"
 )
 
@@ -180,7 +179,7 @@ func (a *app) serveWebhooks(ctx context.Context, cmd *cobra.Command, f receiverF
 	rc := &receiver{a: a}
 	rc.Secret = f.secret
 	if f.secret != "" {
-		if _, err := signature.ParseSecret(f.secret); err != nil {
+		if !awnc.ValidSecret(f.secret) {
 			return usageErrorf("--secret is not a webhook secret: it is whsec_ followed by the base64 'awn agent set-handler' printed")
 		}
 	}

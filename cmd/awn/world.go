@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/a2awire/a2awire/shared/auth"
 	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
 )
@@ -109,7 +108,7 @@ func checkWorld(id string) error {
 // lowercase hex digits, as `awn whoami` and `awn agents` print it.
 func checkAgentID(id string) error {
 	if !awnc.ValidAgentID(id) {
-		return usageErrorf("%s is not an agent id: %s followed by 64 lowercase hex digits (see 'awn agents <world>')", protocol.Quote(id), auth.AWNIDPrefix)
+		return usageErrorf("%s is not an agent id: %s followed by 64 lowercase hex digits (see 'awn agents <world>')", protocol.Quote(id), awnc.AWNIDPrefix)
 	}
 	return nil
 }

@@ -3,7 +3,7 @@ package awn
 import (
 	"bytes"
 	"context"
-		"encoding/json"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -408,4 +408,3 @@ func Clip(s string, n int) string {
 	}
 	return s
 }
-

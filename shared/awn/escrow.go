@@ -146,4 +146,3 @@ func (c *Client) Grant(ctx context.Context, awnID string, amount int64, memo str
 	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/accounts/" + url.PathEscape(awnID) + "/grant",
 		body: escrowhttp.GrantBody{Amount: amount, Memo: memo}})
 }
-

@@ -23,6 +23,13 @@ const NetworkKeyPath = "/.well-known/http-message-signatures-directory"
 // MaxDelivery bounds the body a Receiver reads: deliveries are small JSON.
 const MaxDelivery = 1 << 20
 
+// ValidSecret reports whether s is a webhook secret: "whsec_" and the
+// base64 of 32 bytes, as SetWebhook returns it.
+func ValidSecret(s string) bool {
+	_, err := signature.ParseSecret(s)
+	return err == nil
+}
+
 // WebhookSet is the answer to SetWebhook: the URL and its secret, which
 // signs every delivery (v1). The secret is shown this once.
 type WebhookSet struct {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -24,6 +25,9 @@ func WorldPath(id string, sub ...string) string {
 // lowercase letters, digits and '-', not starting with '-'), as the server
 // checks it: a typo need not cost a round trip.
 func ValidWorld(id string) bool { return world.ValidID(id) }
+
+// AWNIDPrefix starts every awnId.
+const AWNIDPrefix = auth.AWNIDPrefix
 
 // ValidAgentID reports whether id has an awnId's shape: "aw:sha256:" and
 // 64 lowercase hex digits.
