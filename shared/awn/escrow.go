@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/a2awire/a2awire/shared/escrowhttp"
 )
 
 // Escrow is one escrow as the network shows it to its buyer, provider or
@@ -63,9 +61,27 @@ func (c *Client) escrow(ctx context.Context, method, path string, body any) (Esc
 	return e, err
 }
 
+// createBody is the body of POST /api/v1/escrows and grantBody of POST
+// …/grant: the server's escrowhttp.CreateBody and GrantBody, which a test
+// holds this package to, written here so that an agent's binary does not
+// link the server's handlers.
+type (
+	createBody struct {
+		Provider   string          `json:"provider"`
+		Capability string          `json:"capability"`
+		Input      json.RawMessage `json:"input"`
+		Amount     int64           `json:"amount"`
+		Deadline   string          `json:"deadline,omitempty"`
+	}
+	grantBody struct {
+		Amount int64  `json:"amount"`
+		Memo   string `json:"memo"`
+	}
+)
+
 // CreateEscrow opens an escrow as its buyer (signed); Fund it next.
 func (c *Client) CreateEscrow(ctx context.Context, h Hire) (Escrow, error) {
-	body := escrowhttp.CreateBody{Provider: h.Provider, Capability: h.Capability, Input: h.Input, Amount: h.Amount}
+	body := createBody{Provider: h.Provider, Capability: h.Capability, Input: h.Input, Amount: h.Amount}
 	if !h.Deadline.IsZero() {
 		body.Deadline = h.Deadline.UTC().Format(time.RFC3339)
 	}
@@ -75,7 +91,7 @@ func (c *Client) CreateEscrow(ctx context.Context, h Hire) (Escrow, error) {
 // CreateEscrowDeadline is CreateEscrow with the deadline as the RFC 3339
 // text a person typed ("" is the server's default).
 func (c *Client) CreateEscrowDeadline(ctx context.Context, h Hire, deadline string) (Escrow, error) {
-	body := escrowhttp.CreateBody{Provider: h.Provider, Capability: h.Capability, Input: h.Input, Amount: h.Amount, Deadline: deadline}
+	body := createBody{Provider: h.Provider, Capability: h.Capability, Input: h.Input, Amount: h.Amount, Deadline: deadline}
 	return c.escrow(ctx, http.MethodPost, "/api/v1/escrows", body)
 }
 
@@ -144,5 +160,5 @@ func (c *Client) Grant(ctx context.Context, awnID string, amount int64, memo str
 		return Reply{}, err
 	}
 	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/accounts/" + url.PathEscape(awnID) + "/grant",
-		body: escrowhttp.GrantBody{Amount: amount, Memo: memo}})
+		body: grantBody{Amount: amount, Memo: memo}})
 }

@@ -343,8 +343,11 @@ func (f *follower) stream(ctx context.Context, base string) error {
 			return nil
 		}
 		// An id-only block moved the cursor past events this agent may
-		// not see: resume from there.
-		if r.LastID > f.cursor {
+		// not see: resume from there. Only after a clean end: the
+		// reader's LastID takes an id as soon as its line is read, so
+		// after a break it may name the event that was cut off, which
+		// resuming from would lose.
+		if readErr == nil && r.LastID > f.cursor {
 			f.cursor = r.LastID
 		}
 		wait := r.Retry

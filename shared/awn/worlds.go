@@ -289,9 +289,9 @@ type MessageQuery struct {
 	// Peek leaves the messages in the inbox; without it reading consumes
 	// them (each message is handed out once).
 	Peek bool
-	// From keeps one sender's; Since (RFC 3339) those sent at or after it.
-	From, Since string
-	Limit       int
+	// Since (RFC 3339) keeps the messages sent after it.
+	Since string
+	Limit int
 }
 
 // MessagePage is the identity's inbox in a world.
@@ -306,9 +306,6 @@ func (c *Client) Messages(ctx context.Context, worldID string, mq MessageQuery) 
 	q := url.Values{}
 	if mq.Peek {
 		q.Set("peek", "true")
-	}
-	if mq.From != "" {
-		q.Set("from", mq.From)
 	}
 	if mq.Since != "" {
 		q.Set("since", mq.Since)
