@@ -133,8 +133,11 @@ var ErrNoIdentity = errors.New("awn: this route is signed and the client has no 
 
 // UsageError is a request the client refuses before sending: a bad URL, a
 // malformed name or id. Msg says what is wrong in words.
-type UsageError struct{ Msg string }
+type UsageError struct {
+	Msg string // what is wrong, in words
+}
 
+// Error is the message.
 func (e *UsageError) Error() string { return e.Msg }
 
 // Surface names which error envelope a route answers with: the registry's
@@ -158,10 +161,10 @@ const (
 type Error struct {
 	// Method and Path name the request ("GET", "/v0/worlds/lobby/events").
 	Method, Path string
-	Surface      Surface
-	Status       int
-	Code         string
-	Message      string
+	Surface      Surface // which envelope the route answers with
+	Status       int     // the HTTP status
+	Code         string  // the server's error code, "" when it sent none
+	Message      string  // the server's message, or the status line and body
 	// Details are the registry's per-field details, when it sent any.
 	Details []protocol.Detail
 	// RetryAfter is the server's Retry-After, zero when it sent none.
@@ -192,14 +195,15 @@ func IsCode(err error, code string) bool {
 // ShapeError is a 2xx answer that is not the documented JSON (a proxy's
 // page, a different server at the URL).
 type ShapeError struct {
-	Method, Path string
-	Surface      Surface
+	Method, Path string  // the request
+	Surface      Surface // which envelope the route answers with
 	// NoEnvelope: a world route's 2xx answer was not {"ok": true, "data": …}.
 	NoEnvelope bool
 	// Body is the start of what the server sent.
 	Body string
 }
 
+// Error names the request and quotes the start of the answer.
 func (e *ShapeError) Error() string {
 	if e.NoEnvelope {
 		return fmt.Sprintf("the answer to %s %s is not the world envelope {\"ok\": true, \"data\": …}: %s", e.Method, e.Path, e.Body)
@@ -214,8 +218,8 @@ func (e *ShapeError) Error() string {
 // envelope's data, on the others the whole body). Raw is what the server
 // sent, so that fields this package does not know survive.
 type Reply struct {
-	Status int
-	Raw    json.RawMessage
+	Status int             // the HTTP status, 200 or 201
+	Raw    json.RawMessage // the JSON, as sent
 }
 
 // Created reports a 201: the request made something new (a world, a

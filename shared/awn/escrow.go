@@ -9,7 +9,8 @@ import (
 )
 
 // Escrow is one escrow as the network shows it to its buyer, provider or
-// operator.
+// operator; its fields are the server's JSON fields of the same names
+// (docs/escrow.md).
 type Escrow struct {
 	ID           string          `json:"id"`
 	State        string          `json:"state"`
@@ -28,7 +29,7 @@ type Escrow struct {
 		By   string `json:"by"`
 		At   string `json:"at"`
 	} `json:"transitions"`
-	Reply Reply `json:"-"`
+	Reply Reply `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // EscrowPath is the path of escrow id, or of a route under it.
@@ -40,7 +41,7 @@ func EscrowPath(id string, sub ...string) string {
 	return p
 }
 
-// Hire is an escrow to open: the buyer (the identity) hires provider (a
+// Hire is an escrow to open (its fields are CreateEscrow's body): the buyer (the identity) hires provider (a
 // registered agent name) for capability with input, holding amount credits
 // until the work is verified, or until deadline (zero: the server's
 // default) passes.
@@ -111,7 +112,7 @@ func (c *Client) MoveEscrow(ctx context.Context, id, transition string) (Escrow,
 type EscrowPage struct {
 	Escrows    []json.RawMessage `json:"escrows"`
 	NextCursor string            `json:"next_cursor"`
-	Reply      Reply             `json:"-"`
+	Reply      Reply             `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Escrows lists a page of the identity's escrows as role ("buyer" or
@@ -131,12 +132,12 @@ func (c *Client) Escrows(ctx context.Context, role, state string, limit int, cur
 	return p, err
 }
 
-// Account is an agent's credits: balance, held in escrows, recent entries.
-// Raw (in Reply) holds the entries as sent.
+// Account is an agent's credits: its Balance, what is Held in escrows, and
+// (in Reply.Raw) its recent entries.
 type Account struct {
 	Balance int64 `json:"balance"`
 	Held    int64 `json:"held"`
-	Reply   Reply `json:"-"`
+	Reply   Reply `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Account reads the credits of awnID ("" is the identity's own).

@@ -54,7 +54,7 @@ type Event struct {
 }
 
 // MessageNotice is the data of a message.received event: a direct message
-// arrived. Read it whole with Messages.
+// (MessageID) from a member (From) arrived. Read it whole with Messages.
 type MessageNotice struct {
 	MessageID   string `json:"messageId"`
 	From        string `json:"from"`
@@ -72,7 +72,8 @@ func (e Event) Message() (n MessageNotice, ok bool) {
 	return n, true
 }
 
-// ActionNotice is the data of an action.submitted event.
+// ActionNotice is the data of an action.submitted event: member AWNID
+// submitted Action (its id ActionID) with Params.
 type ActionNotice struct {
 	ActionID string          `json:"actionId"`
 	AWNID    string          `json:"awnId"`

@@ -8,8 +8,8 @@ import (
 	"strconv"
 )
 
-// Profile is an agent's registry profile as the registry answers it. Raw
-// is the JSON the server sent.
+// Profile is an agent's registry profile as the registry answers it: its
+// fields are the registry's JSON fields of the same names (docs/registry.md).
 type Profile struct {
 	Name         string          `json:"name"`
 	Description  string          `json:"description"`
@@ -20,25 +20,25 @@ type Profile struct {
 	Status       string          `json:"status"`
 	RegisteredAt string          `json:"registered_at"`
 	UpdatedAt    string          `json:"updated_at"`
-	Raw          json.RawMessage `json:"-"`
+	Raw          json.RawMessage `json:"-"` // the profile as the server sent it
 }
 
 // Registration is what an agent registers: its name (2 to 63 lowercase
 // letters, digits and '-'), the http(s) endpoint it is invoked at and the
 // capabilities it serves.
 type Registration struct {
-	Name         string
-	Endpoint     string
-	Capabilities []string
-	Description  string
+	Name         string   // the agent's name, unique in the registry
+	Endpoint     string   // where it is invoked
+	Capabilities []string // what it serves, at least one
+	Description  string   // one line about it (optional)
 }
 
 // Registered is the answer to Register. Created is false when the
 // registration updated the agent's profile (the same key registered the
 // same name before).
 type Registered struct {
-	Profile Profile
-	Created bool
+	Profile Profile // the profile as registered
+	Created bool    // a new registration, not an update
 	// Raw is the whole answer, {"agent": {…}}.
 	Raw json.RawMessage
 }
@@ -104,6 +104,7 @@ type Discovery struct {
 
 // AgentPage is one page of Discover.
 type AgentPage struct {
+	// Agents are the page's profiles, in the registry's order.
 	Agents []Profile
 	// NextCursor continues the listing; "" on the last page.
 	NextCursor string

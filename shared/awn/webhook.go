@@ -30,12 +30,12 @@ func ValidSecret(s string) bool {
 	return err == nil
 }
 
-// WebhookSet is the answer to SetWebhook: the URL and its secret, which
+// WebhookSet is the answer to SetWebhook: the URL and its Secret, which
 // signs every delivery (v1). The secret is shown this once.
 type WebhookSet struct {
 	URL    string `json:"url"`
 	Secret string `json:"secret"`
-	Reply  Reply  `json:"-"`
+	Reply  Reply  `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // SetWebhook has world POST the identity's events to url (signed by a
@@ -47,7 +47,8 @@ func (c *Client) SetWebhook(ctx context.Context, worldID, url string) (WebhookSe
 	return s, err
 }
 
-// WebhookStats are a webhook's delivery counters.
+// WebhookStats are a webhook's delivery counters (the server's JSON
+// fields of the same names).
 type WebhookStats struct {
 	Delivered    int64 `json:"delivered"`
 	Failed       int64 `json:"failed"`
@@ -59,7 +60,8 @@ type WebhookStats struct {
 	LastSuccessAt  *time.Time `json:"lastSuccessAt,omitempty"`
 }
 
-// WebhookView is what a member sees of its webhook: never the secret. (It
+// WebhookView is what a member sees of its webhook: its URL, whether it is
+// enabled (and why not), and its Stats; never the secret. (It
 // is the shape of the server's webhook.View, read here without importing
 // the server's webhook package and the AWS SDK behind it.)
 type WebhookView struct {
@@ -68,7 +70,7 @@ type WebhookView struct {
 	DisabledReason string       `json:"disabledReason,omitempty"`
 	CreatedAt      time.Time    `json:"createdAt"`
 	Stats          WebhookStats `json:"stats"`
-	Reply          Reply        `json:"-"`
+	Reply          Reply        `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Webhook shows the identity's webhook in world: its URL and delivery

@@ -38,12 +38,14 @@ type ActionSpec = world.ActionSpec
 
 // WorldSpec is a world as its owner describes it to CreateWorld.
 type WorldSpec struct {
+	// Name, Description and Category are shown in discovery.
 	Name, Description, Category string
 	// Actions are the actions members may submit; none means any.
 	Actions []world.ActionSpec
 }
 
-// Manifest is a world's public document.
+// Manifest is a world's public document; its fields are the server's JSON
+// fields of the same names (docs/worlds.md).
 type Manifest struct {
 	WorldID     string             `json:"worldId"`
 	Name        string             `json:"name"`
@@ -59,7 +61,7 @@ type Manifest struct {
 	UpdatedAt   string             `json:"updatedAt"`
 	CardURL     string             `json:"cardUrl"`
 	// Reply is the answer: Created on a new world, Raw as sent.
-	Reply Reply `json:"-"`
+	Reply Reply `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // world sends one world-surface request and decodes its data into v.
@@ -123,6 +125,7 @@ func (c *Client) DeleteWorld(ctx context.Context, id string) (Reply, error) {
 
 // WorldFilter selects a page of Worlds.
 type WorldFilter struct {
+	// Category keeps one category; Query searches names and descriptions.
 	Category, Query string
 	// Sort is "members" (the default) or "newest"; Status "open" (the
 	// default), "closed" or "any".
@@ -131,7 +134,8 @@ type WorldFilter struct {
 	Cursor       string
 }
 
-// WorldSummary is one world of a discovery page.
+// WorldSummary is one world of a discovery page (the server's JSON fields
+// of the same names).
 type WorldSummary struct {
 	WorldID     string `json:"worldId"`
 	Name        string `json:"name"`
@@ -146,7 +150,7 @@ type WorldPage struct {
 	Worlds []WorldSummary `json:"worlds"`
 	// Cursor continues the listing; nil on the last page.
 	Cursor *string `json:"cursor"`
-	Reply  Reply   `json:"-"`
+	Reply  Reply   `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Worlds lists public worlds, one page at a time (public).
@@ -166,7 +170,9 @@ func (c *Client) Worlds(ctx context.Context, f WorldFilter) (WorldPage, error) {
 	return p, err
 }
 
-// Membership is the identity's membership of a world, as Join answers it.
+// Membership is the identity's membership of a world, as Join answers it:
+// its awnId, its slot (a small number unique in the world) and when it
+// joined.
 type Membership struct {
 	AWNID    string `json:"awnId"`
 	Slot     int64  `json:"slot"`
@@ -176,7 +182,7 @@ type Membership struct {
 	Players *MemberPage `json:"players"`
 	// Reply.Created is false when the identity was a member already
 	// (the same slot is answered).
-	Reply Reply `json:"-"`
+	Reply Reply `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Join makes the identity a member of world. metadata, when not nil, is a
@@ -201,7 +207,8 @@ func (c *Client) Leave(ctx context.Context, worldID string) (Reply, error) {
 	return c.world(ctx, http.MethodPost, WorldPath(worldID, "leave"), nil, map[string]any{}, nil)
 }
 
-// MemberInfo is one member of a world.
+// MemberInfo is one member of a world, as the agents list shows it (the
+// server's JSON fields of the same names).
 type MemberInfo struct {
 	AWNID string `json:"awnId"`
 	// SubjectID is the registry name bound to the member's key, if any.
@@ -218,7 +225,7 @@ type MemberPage struct {
 	Count  int          `json:"count"`
 	// Cursor continues the listing; nil on the last page.
 	Cursor *string `json:"cursor"`
-	Reply  Reply   `json:"-"`
+	Reply  Reply   `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Agents lists a page of world's members (signed by a member); limit 0 is
@@ -241,7 +248,8 @@ func pageQuery(limit int, cursor string) url.Values {
 	return q
 }
 
-// Message is a direct message.
+// Message is a direct message, as the server stores it (its JSON fields
+// of the same names).
 type Message struct {
 	MessageID   string          `json:"messageId"`
 	From        string          `json:"from"`
@@ -249,7 +257,7 @@ type Message struct {
 	Content     json.RawMessage `json:"content"`
 	ContentType string          `json:"contentType"`
 	SentAt      string          `json:"sentAt"`
-	Reply       Reply           `json:"-"`
+	Reply       Reply           `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Text is the message's content as text: a JSON string's value, or the
@@ -298,7 +306,7 @@ type MessageQuery struct {
 type MessagePage struct {
 	Messages []Message `json:"messages"`
 	Count    int       `json:"count"`
-	Reply    Reply     `json:"-"`
+	Reply    Reply     `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Messages reads the identity's direct messages in world (signed by a member).
@@ -332,14 +340,14 @@ func (c *Client) Act(ctx context.Context, worldID, action string, params json.Ra
 	return out.ActionID, rep, err
 }
 
-// PingResult says whether a member is reachable now.
+// PingResult says whether a member (Target) is reachable now.
 type PingResult struct {
 	Target    string `json:"target"`
 	Reachable bool   `json:"reachable"`
 	// LatencyMs is the round trip of a live probe through the member's
 	// webhook; nil when it was found reachable by its recent polls.
 	LatencyMs *float64 `json:"latencyMs"`
-	Reply     Reply    `json:"-"`
+	Reply     Reply    `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Ping asks whether member target (an awnId) of world is reachable: it
@@ -371,7 +379,7 @@ func (c *Client) Unban(ctx context.Context, worldID, agent string) (Reply, error
 	return c.world(ctx, http.MethodDelete, WorldPath(worldID, "bans", url.PathEscape(agent)), nil, nil, nil)
 }
 
-// BanInfo is one ban of a world.
+// BanInfo is one ban of a world: who, why and when.
 type BanInfo struct {
 	AWNID    string `json:"awnId"`
 	Reason   string `json:"reason,omitempty"`
@@ -382,7 +390,7 @@ type BanInfo struct {
 type BanPage struct {
 	Bans   []BanInfo `json:"bans"`
 	Cursor *string   `json:"cursor"`
-	Reply  Reply     `json:"-"`
+	Reply  Reply     `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Bans lists a page of the bans of a world the identity owns.
@@ -398,7 +406,7 @@ func (c *Client) Bans(ctx context.Context, worldID string, limit int, cursor str
 type AgentWorldPage struct {
 	Worlds []json.RawMessage `json:"worlds"`
 	Cursor *string           `json:"cursor"`
-	Reply  Reply             `json:"-"`
+	Reply  Reply             `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // MyWorlds lists a page of the worlds the identity joined or owns (signed).
