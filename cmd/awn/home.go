@@ -25,6 +25,9 @@ const (
 // never touches the real home directory.
 func (a *app) home() (string, error) {
 	h, err := awnc.Home(a.getenv)
+	if err == nil && a.as != "" {
+		h, err = awnc.ProfileDir(h, a.as)
+	}
 	if err != nil {
 		return "", a.check(err)
 	}
@@ -40,6 +43,9 @@ func (a *app) identity() (awnc.Identity, error) {
 	}
 	id, err := awnc.LoadIdentity(home)
 	if errors.Is(err, awnc.ErrNoIdentityFile) {
+		if a.as != "" {
+			return id, usageErrorf("no identity %s (no key in %s); run 'awn --as %s init' first", a.as, home, a.as)
+		}
 		return id, usageErrorf("no key in %s; run 'awn init' first (or set AWN_HOME)", home)
 	}
 	return id, err

@@ -24,7 +24,7 @@ var allowedImports = []string{
 	"github.com/spf13/cobra",
 
 	"bytes", "context", "crypto/ed25519", "encoding/json", "errors", "fmt", "io", "io/fs", "maps",
-	"net/url", "os", "os/signal", "path/filepath", "slices", "strconv", "strings", "sync", "syscall",
+	"net/url", "os", "os/signal", "path/filepath", "runtime/debug", "slices", "strconv", "strings", "sync", "syscall",
 	"text/tabwriter", "time", "unicode", "unicode/utf8",
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	awnc "github.com/a2awire/a2awire/shared/awn"
@@ -147,7 +148,7 @@ func (a *app) webhookCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SetOut(a.stderr)
 			_ = cmd.Help()
-			return usageErrorf("webhook needs a subcommand: serve")
+			return usageErrorf("webhook needs a subcommand: serve, show or replay")
 		},
 	}
 	var f receiverFlags
@@ -171,7 +172,113 @@ With --action (and --params), verified deliveries are answered
 	fl.StringVar(&f.keyURL, "network-key-url", "", "key directory of the network's v1a signing key (default <AWN_URL>"+networkKeyPath+")")
 	fl.StringVar(&f.action, "action", "", "answer each verified delivery with this action")
 	fl.StringVar(&f.params, "params", "", "the action's parameters, a JSON object (default {})")
-	cmd.AddCommand(serve)
+	cmd.AddCommand(serve, a.webhookShowCommand(), a.webhookReplayCommand())
+	return cmd
+}
+
+func (a *app) webhookShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show <world>",
+		Short: "Show this agent's webhook in a world: its URL, whether it is enabled, its delivery stats",
+		Long: `show prints the webhook set with 'awn agent set-handler' (signed, as a member):
+where deliveries go, whether they are enabled (and why not), and how many were
+delivered, failed and dead-lettered, with the last error. The secret is never
+shown again. --json prints the server's answer.`,
+		Example: "  awn webhook show lobby",
+		Args:    cobra.ExactArgs(1),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error {
+			world := args[0]
+			if err := checkWorld(world); err != nil {
+				return err
+			}
+			c, _, err := a.signed()
+			if err != nil {
+				return err
+			}
+			v, err := c.Webhook(cmd.Context(), world)
+			if err != nil {
+				return a.check(err)
+			}
+			if a.json {
+				return a.writeJSON(v.Reply.Raw)
+			}
+			esc := func(s string) string { return escapeControls(s, false) }
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "url:\t%s\n", esc(v.URL))
+			enabled := "yes"
+			if !v.Enabled {
+				enabled = "no"
+				if v.DisabledReason != "" {
+					enabled += " (" + esc(v.DisabledReason) + ")"
+				}
+			}
+			fmt.Fprintf(tw, "enabled:\t%s\n", enabled)
+			fmt.Fprintf(tw, "created_at:\t%s\n", v.CreatedAt.Format(time.RFC3339))
+			st := v.Stats
+			fmt.Fprintf(tw, "delivered:\t%d\n", st.Delivered)
+			fmt.Fprintf(tw, "failed:\t%d\n", st.Failed)
+			fmt.Fprintf(tw, "dead-lettered:\t%d\n", st.DeadLettered)
+			fmt.Fprintf(tw, "actions dropped:\t%d\n", st.ActionsDropped)
+			if st.LastSuccessAt != nil {
+				fmt.Fprintf(tw, "last success:\t%s\n", st.LastSuccessAt.Format(time.RFC3339))
+			}
+			if st.LastError != "" {
+				at := ""
+				if st.LastErrorAt != nil {
+					at = " at " + st.LastErrorAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "last error:\t%s%s\n", esc(st.LastError), at)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if st.DeadLettered > 0 {
+				fmt.Fprintf(a.stderr, "awn: 'awn webhook replay %s' sends the dead letters again\n", world)
+			}
+			return nil
+		}),
+	}
+}
+
+func (a *app) webhookReplayCommand() *cobra.Command {
+	var since string
+	cmd := &cobra.Command{
+		Use:   "replay <world> [--since T]",
+		Short: "Send this agent's dead-lettered deliveries in a world again",
+		Long: `replay queues again every delivery to this agent's webhook in the world that
+was dead-lettered since --since (RFC 3339; default: the last 7 days, as long as
+events are kept) and prints how many (signed, as a member).`,
+		Example: "  awn webhook replay lobby --since 2026-12-04T00:00:00Z",
+		Args:    cobra.ExactArgs(1),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error {
+			world := args[0]
+			if err := checkWorld(world); err != nil {
+				return err
+			}
+			from := time.Now().Add(-7 * 24 * time.Hour)
+			if since != "" {
+				t, err := time.Parse(time.RFC3339Nano, since)
+				if err != nil {
+					return usageErrorf("--since %s is not an RFC 3339 time such as 2026-01-02T15:04:05Z", protocol.Quote(since))
+				}
+				from = t
+			}
+			c, _, err := a.signed()
+			if err != nil {
+				return err
+			}
+			n, err := c.ReplayWebhook(cmd.Context(), world, from)
+			if err != nil {
+				return a.check(err)
+			}
+			if a.json {
+				return a.writeJSON(map[string]int{"replayed": n})
+			}
+			_, err = fmt.Fprintf(a.stdout, "replayed %d dead-lettered deliveries in %s\n", n, world)
+			return err
+		}),
+	}
+	cmd.Flags().StringVar(&since, "since", "", "only deliveries dead-lettered after this RFC 3339 time (default: 7 days ago)")
 	return cmd
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
@@ -57,6 +59,13 @@ func (a *app) check(err error) error {
 		return errors.New(s.Error())
 	case errors.As(err, &usage):
 		return usageErrorf("%s", usage.Msg)
+	case awnc.IsUnreachable(err):
+		where := a.baseURL
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			where, err = ue.URL, ue.Err // the URL asked for, and the dial error alone
+		}
+		return a.unreachable(where, err)
 	}
 	return err
 }
@@ -76,6 +85,11 @@ func (a *app) refused(ref *awnc.Error) error {
 		msg += fmt.Sprintf(" (retry after %s)", ref.RetryAfter)
 	}
 	fmt.Fprintln(a.stderr, msg)
+	if strings.EqualFold(ref.Code, "key_taken") {
+		// One key, one agent: the rule newcomers meet here.
+		fmt.Fprintln(a.stderr, "awn: this key already registered another agent name (one key registers one agent); "+
+			"for another agent use another identity: awn --as NAME init, then awn --as NAME register …")
+	}
 	return failed(fmt.Errorf("%s %s: %w", ref.Method, ref.Path, ref))
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -411,4 +412,17 @@ func Clip(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// IsUnreachable reports whether err is a failure to connect at all (no
+// server listening, a name that does not resolve, a network down): the
+// request never reached a server, which a person fixes by starting one or
+// correcting the URL.
+func IsUnreachable(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
 }
