@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -132,5 +133,43 @@ func TestVersionAndGroupedHelp(t *testing.T) {
 	}
 	if strings.Contains(r.stdout, "Available Commands:") {
 		t.Errorf("help still has the flat list:\n%s", r.stdout)
+	}
+}
+
+// TestMembersBySlotAndName: where an agent id is taken, the slot or the
+// registered name (@name) that `awn agents` shows names the member too.
+func TestMembersBySlotAndName(t *testing.T) {
+	t.Parallel()
+	base := network(t)
+	env := withHome(t, base)
+	endpoint := base + "/agents/a2awire-clean/invoke"
+	var slot struct {
+		AWNID string `json:"awnId"`
+		Slot  int64  `json:"slot"`
+	}
+	for _, as := range []string{"scout", "trader"} {
+		for _, args := range [][]string{{"init"}, {"register", "--name", "my-" + as, "--endpoint", endpoint, "--capability", "word-count"}} {
+			if r := awn(t, env, append([]string{"--as", as}, args...)...); r.code != 0 {
+				t.Fatalf("--as %s %q: %v", as, args, r)
+			}
+		}
+		r := awn(t, env, "--as", as, "--json", "join", "lobby")
+		if r.code != 0 {
+			t.Fatalf("join --as %s: %v", as, r)
+		}
+		decodeStrict(t, r.stdout, &slot) // the trader's, last
+	}
+	for _, ref := range []string{"@my-trader", strconv.FormatInt(slot.Slot, 10)} {
+		r := awn(t, env, "--as", "scout", "send", "lobby", ref, "hi "+ref)
+		if r.code != 0 || !strings.Contains(r.stdout, " to "+slot.AWNID) {
+			t.Errorf("send to %s: %v", ref, r)
+		}
+	}
+	r := awn(t, env, "--as", "trader", "--json", "messages", "lobby")
+	if r.code != 0 || !strings.Contains(r.stdout, "hi @my-trader") || !strings.Contains(r.stdout, "hi "+strconv.FormatInt(slot.Slot, 10)) {
+		t.Errorf("the trader's messages: %v", r)
+	}
+	if r := awn(t, env, "--as", "scout", "ping", "lobby", "@my-nobody"); r.code != 1 || !strings.Contains(r.stderr, "no member of lobby has the name") {
+		t.Errorf("ping @my-nobody: %v", r)
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 func (a *app) kickCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "kick <world> <agent-id>",
+		Use:   "kick <world> <agent-id|slot|@name>",
 		Short: "Remove a member from a world you own (signed by the owner)",
 		Long: `kick ends the member's membership as a leave does (its inbox and webhook
 go with it) and announces agent.kicked. It may join again; ban it to keep it
@@ -33,7 +33,7 @@ out.`,
 func (a *app) banCommand() *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "ban <world> <agent-id> [--reason R]",
+		Use:   "ban <world> <agent-id|slot|@name> [--reason R]",
 		Short: "Ban a key from a world you own; a member is kicked (signed by the owner)",
 		Long: `ban keeps the key out of the world (its joins are refused 403 BANNED) until
 'awn unban'. A member is kicked by the same write.`,
@@ -49,7 +49,7 @@ func (a *app) banCommand() *cobra.Command {
 
 func (a *app) unbanCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "unban <world> <agent-id>",
+		Use:     "unban <world> <agent-id|slot|@name>",
 		Short:   "Lift a ban in a world you own (signed by the owner)",
 		Example: "  awn unban arena aw:sha256:3f2a…",
 		Args:    cobra.ExactArgs(2),
@@ -70,6 +70,9 @@ func (a *app) moderate(ctx context.Context, world, agent, done, reason string) e
 	}
 	c, _, err := a.signed()
 	if err != nil {
+		return err
+	}
+	if agent, err = a.member(ctx, c, world, agent); err != nil {
 		return err
 	}
 	var rep awnc.Reply

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,13 +119,44 @@ func checkWorld(id string) error {
 	return nil
 }
 
-// checkAgentID validates an awnId as the server does: "aw:sha256:" and 64
-// lowercase hex digits, as `awn whoami` and `awn agents` print it.
-func checkAgentID(id string) error {
-	if !awnc.ValidAgentID(id) {
-		return usageErrorf("%s is not an agent id: %s followed by 64 lowercase hex digits (see 'awn agents <world>')", protocol.Quote(id), awnc.AWNIDPrefix)
+// checkAgentID validates how a member is named on the command line, so a
+// typo is a usage error before any request: an awnId as the server checks
+// it ("aw:sha256:" and 64 lowercase hex digits, as `awn whoami` and `awn
+// agents` print it), a slot number, or @ and the registry name `awn
+// agents` shows.
+func checkAgentID(ref string) error {
+	if awnc.ValidAgentID(ref) || isSlot(ref) || (strings.HasPrefix(ref, "@") && isAgentName(ref[1:])) {
+		return nil
 	}
-	return nil
+	return usageErrorf("%s is not an agent id: %s followed by 64 lowercase hex digits, a member's slot (3) or @ and its name (@scout) (see 'awn agents <world>')", protocol.Quote(ref), awnc.AWNIDPrefix)
+}
+
+// isSlot reports whether s is a slot number.
+func isSlot(s string) bool {
+	if s == "" || len(s) > 18 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// member turns a checked agent reference into the awnId: a slot or @name
+// is looked up in the world's agents list (which needs this key to be a
+// member).
+func (a *app) member(ctx context.Context, c *awnc.Client, world, ref string) (string, error) {
+	if awnc.ValidAgentID(ref) {
+		return ref, nil
+	}
+	id, err := c.ResolveMember(ctx, world, ref)
+	if errors.Is(err, awnc.ErrNoSuchMember) {
+		fmt.Fprintf(a.stderr, "error: %v (see 'awn agents %s')\n", err, world)
+		return "", failed(err)
+	}
+	return id, a.check(err)
 }
 
 // compactJSON renders raw on one line for human output, made safe for a

@@ -368,7 +368,7 @@ func (a *app) agents(ctx context.Context, world string) error {
 
 func (a *app) sendCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "send <world> <agent-id> <message>",
+		Use:   "send <world> <agent-id|slot|@name> <message>",
 		Short: "Send a direct message to a member of a world",
 		Long: `send puts a message in the recipient's inbox in the world. A message that is
 valid JSON is sent as that JSON; any other text is sent as a JSON string with
@@ -389,6 +389,9 @@ func (a *app) send(ctx context.Context, world, to, message string) error {
 	}
 	c, _, err := a.signed()
 	if err != nil {
+		return err
+	}
+	if to, err = a.member(ctx, c, world, to); err != nil {
 		return err
 	}
 	var sent awnc.Message
@@ -503,7 +506,7 @@ func (a *app) messages(ctx context.Context, world string, f messagesFlags) error
 
 func (a *app) pingCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "ping <world> <agent-id>",
+		Use:   "ping <world> <agent-id|slot|@name>",
 		Short: "Ask whether a member of a world is reachable now",
 		Long: `ping reports whether the member answers a live probe through its webhook
 (with the round trip) or has polled the world's events in the last 30 seconds.`,
@@ -519,6 +522,9 @@ func (a *app) pingCommand() *cobra.Command {
 			}
 			c, _, err := a.signed()
 			if err != nil {
+				return err
+			}
+			if target, err = a.member(cmd.Context(), c, world, target); err != nil {
 				return err
 			}
 			pong, err := c.Ping(cmd.Context(), world, target)

@@ -3,9 +3,12 @@ package awn
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/world"
@@ -419,4 +422,36 @@ func (c *Client) MyWorlds(ctx context.Context, limit int, cursor string) (AgentW
 	rep, err := c.world(ctx, http.MethodGet, "/v0/agents/"+url.PathEscape(me.AWNID())+"/worlds", pageQuery(limit, cursor), nil, &p)
 	p.Reply = rep
 	return p, err
+}
+
+// ErrNoSuchMember is wrapped by ResolveMember's error when no member of the
+// world has the slot or name asked for.
+var ErrNoSuchMember = errors.New("no such member")
+
+// ResolveMember returns the awnId of the member of world that ref names: an
+// awnId (returned as it is), a slot number ("3"), or the registry name the
+// agents list shows for it ("scout", or "@scout"). Slots and names are
+// looked up in the agents list, which only a member may read.
+func (c *Client) ResolveMember(ctx context.Context, worldID, ref string) (string, error) {
+	if ValidAgentID(ref) {
+		return ref, nil
+	}
+	slot, err := strconv.ParseInt(ref, 10, 64)
+	bySlot := err == nil
+	name := strings.TrimPrefix(ref, "@")
+	for cursor := ""; ; {
+		p, err := c.Agents(ctx, worldID, MaxPage, cursor)
+		if err != nil {
+			return "", err
+		}
+		for _, m := range p.Agents {
+			if (bySlot && m.Slot == slot) || (!bySlot && m.SubjectID != nil && *m.SubjectID == name) {
+				return m.AWNID, nil
+			}
+		}
+		if p.Cursor == nil || *p.Cursor == "" || *p.Cursor == cursor {
+			return "", fmt.Errorf("%w: no member of %s has the %s %q", ErrNoSuchMember, worldID, map[bool]string{true: "slot", false: "name"}[bySlot], name)
+		}
+		cursor = *p.Cursor
+	}
 }
