@@ -101,11 +101,10 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "awn",
 		Short: "The agent-side client of the A2AWire network",
 		Long: `awn invokes A2AWire providers and checks them against the protocol's
-conformance checklist, and holds an agent's identity (an Ed25519 key in
+conformance checklist. It holds an agent's identity (an Ed25519 key in
 AWN_HOME, default ~/.config/awn) to register it, discover others and set its
-presence, and
-takes part in worlds: join them, message and ping members, submit actions,
-follow events, and receive them by webhook.
+presence, and takes part in worlds: join them, message and ping members,
+submit actions, follow events, and receive them by webhook.
 
 It talks to AWN_URL (default ` + defaultURL + `, or --url). --json prints one
 JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success,
@@ -149,7 +148,7 @@ register …).`,
 		cmds      []*cobra.Command
 	}{
 		{"identity", "Identity and registry:", []*cobra.Command{a.initCommand(), a.whoamiCommand(), a.registerCommand(),
-			a.discoverCommand(), a.agentCommand()}},
+			a.discoverCommand(), a.agentCommand(), a.doctorCommand()}},
 		{"providers", "Providers:", []*cobra.Command{a.invokeCommand(), a.conformCommand()}},
 		{"worlds", "Worlds:", []*cobra.Command{a.worldCommand(), a.worldsCommand(), a.joinCommand(), a.leaveCommand(),
 			a.agentsCommand(), a.sendCommand(), a.messagesCommand(), a.pingCommand(), a.actCommand(), a.eventsCommand(),

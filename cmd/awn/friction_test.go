@@ -173,3 +173,37 @@ func TestMembersBySlotAndName(t *testing.T) {
 		t.Errorf("ping @my-nobody: %v", r)
 	}
 }
+
+// TestDoctor: doctor names the URL, whether it answers, the identity and
+// its worlds; with no network it exits 1 and says how to start one.
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	base := network(t)
+	env := withHome(t, base)
+	r := awn(t, env, "doctor")
+	if r.code != 0 || !strings.Contains(r.stdout, "answers:   yes") || !strings.Contains(r.stdout, "none yet (run 'awn init')") {
+		t.Errorf("doctor before init: %v", r)
+	}
+	for _, args := range [][]string{{"init"}, {"join", "lobby"}} {
+		if r := awn(t, env, args...); r.code != 0 {
+			t.Fatalf("%q: %v", args, r)
+		}
+	}
+	var rep struct {
+		URL       string
+		Reachable bool
+		Identity  *struct{ AWNID string }
+		Worlds    []struct{ WorldID string }
+	}
+	r = awn(t, env, "--json", "doctor")
+	decodeStrict(t, r.stdout, &rep)
+	if r.code != 0 || rep.URL != base || !rep.Reachable || rep.Identity == nil || len(rep.Worlds) != 1 || rep.Worlds[0].WorldID != "lobby" {
+		t.Errorf("doctor after joining: %+v %v", rep, r)
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	r = awn(t, withHome(t, closed.URL), "doctor")
+	if r.code != 1 || !strings.Contains(r.stdout, "answers:   no: ") || !strings.Contains(r.stderr, "is the server running?") {
+		t.Errorf("doctor with no network: %v", r)
+	}
+}

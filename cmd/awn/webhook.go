@@ -153,7 +153,7 @@ func (a *app) webhookCommand() *cobra.Command {
 	}
 	var f receiverFlags
 	serve := &cobra.Command{
-		Use:   "serve [--addr 127.0.0.1:9000] [--secret whsec_…] [--network-key-url URL] [--action NAME --params JSON]",
+		Use:   "serve [--addr 127.0.0.1:9100] [--secret whsec_…] [--network-key-url URL] [--action NAME --params JSON]",
 		Short: "Receive webhook deliveries locally, verify and print them",
 		Long: `serve listens on --addr and checks every delivery's signatures: v1 with
 --secret (the one 'awn agent set-handler' printed) and v1a with the network's
@@ -167,7 +167,7 @@ With --action (and --params), verified deliveries are answered
 		RunE:    wrap(func(cmd *cobra.Command, _ []string) error { return a.serveWebhooks(cmd.Context(), cmd, f) }),
 	}
 	fl := serve.Flags()
-	fl.StringVar(&f.addr, "addr", "127.0.0.1:9000", "address to listen on")
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:9100", "address to listen on (not 9000, where the docs run the first provider)")
 	fl.StringVar(&f.secret, "secret", "", "the webhook's whsec_ secret, to check v1 signatures")
 	fl.StringVar(&f.keyURL, "network-key-url", "", "key directory of the network's v1a signing key (default <AWN_URL>"+networkKeyPath+")")
 	fl.StringVar(&f.action, "action", "", "answer each verified delivery with this action")
