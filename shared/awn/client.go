@@ -71,8 +71,9 @@ func WithTransport(rt http.RoundTripper) Option { return func(c *Client) { c.tra
 // WithRetries sets how many times a safe request is sent again after a
 // 429, a 503 or a broken connection (default DefaultRetries; 0 never
 // retries). Only requests the server treats as safe to repeat are retried:
-// reads (GET). Signed writes are not, because the network does not make
-// them idempotent: a retried send would be a second message.
+// reads (GET), and the signed writes the network makes idempotent — Join
+// (the same membership), SetPresence, Ban and Unban. Other writes are
+// not: a retried send would be a second message.
 func WithRetries(n int) Option { return func(c *Client) { c.retries = max(0, n) } }
 
 // WithSleep replaces how the client waits between retries and polls:
@@ -235,6 +236,10 @@ type request struct {
 	surface      Surface
 	// base overrides the client's URL (the stream's own origin).
 	base string
+	// idempotent marks a write the server makes safe to repeat (a join
+	// answers the same membership, a ban the same ban): it is retried as
+	// a read is. Each attempt is signed afresh (a new nonce).
+	idempotent bool
 }
 
 // do sends r, retrying it when it is safe (a GET) and the failure is
@@ -243,7 +248,7 @@ func (c *Client) do(ctx context.Context, r request) (Reply, error) {
 	backoff := firstBackoff
 	for attempt := 0; ; attempt++ {
 		rep, err := c.once(ctx, r)
-		if err == nil || r.method != http.MethodGet || attempt >= c.retries || ctx.Err() != nil {
+		if err == nil || (r.method != http.MethodGet && !r.idempotent) || attempt >= c.retries || ctx.Err() != nil {
 			return rep, err
 		}
 		var e *Error

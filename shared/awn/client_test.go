@@ -395,3 +395,40 @@ func TestIdentityFiles(t *testing.T) {
 		t.Errorf("key file %v %v", fi, err)
 	}
 }
+
+// TestIdempotentWritesRetried: a join (which the network answers with the
+// same membership however often it is asked) is retried after a 503, each
+// attempt signed afresh; an action is not.
+func TestIdempotentWritesRetried(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	sigs := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		n := seen[r.URL.Path]
+		sigs[r.Header.Get("Signature")] = true
+		mu.Unlock()
+		if n == 1 {
+			worldErr(w, 503, "UNAVAILABLE", "busy")
+			return
+		}
+		worldOK(w, 200, map[string]any{"awnId": "aw:sha256:" + strings.Repeat("a", 64), "slot": 1, "joinedAt": "2026-12-04T12:00:00Z", "players": nil})
+	}))
+	defer srv.Close()
+	var wt waits
+	c := newClient(t, srv.URL, awn.WithSleep(wt.sleep))
+	ctx := context.Background()
+	if m, err := c.Join(ctx, "arena", nil); err != nil || m.Slot != 1 {
+		t.Errorf("join: %+v %v", m, err)
+	}
+	if _, _, err := c.Act(ctx, "arena", "move", nil); !awn.IsCode(err, "UNAVAILABLE") {
+		t.Errorf("act: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["/v0/worlds/arena/join"] != 2 || seen["/v0/worlds/arena/actions"] != 1 || len(sigs) != 3 {
+		t.Errorf("requests %v, %d distinct signatures", seen, len(sigs))
+	}
+}

@@ -154,7 +154,7 @@ func (c *Client) SetPresence(ctx context.Context, name, status string) (Reply, e
 	if _, err := c.signed("set presence"); err != nil {
 		return Reply{}, err
 	}
-	return c.do(ctx, request{method: http.MethodPut, path: AgentPath(name) + "/presence", body: map[string]string{"status": status}})
+	return c.do(ctx, request{method: http.MethodPut, path: AgentPath(name) + "/presence", body: map[string]string{"status": status}, idempotent: true})
 }
 
 // Unregister deletes the agent name from the registry (signed by its

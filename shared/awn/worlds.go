@@ -200,7 +200,7 @@ func (c *Client) Join(ctx context.Context, worldID string, metadata json.RawMess
 		body["metadata"] = metadata
 	}
 	var m Membership
-	rep, err := c.world(ctx, http.MethodPost, WorldPath(worldID, "join"), nil, body, &m)
+	rep, err := c.call(ctx, request{method: http.MethodPost, path: WorldPath(worldID, "join"), body: body, surface: WorldSurface, idempotent: true}, &m)
 	m.Reply = rep
 	return m, err
 }
@@ -374,12 +374,12 @@ func (c *Client) Ban(ctx context.Context, worldID, agent, reason string) (Reply,
 	if reason != "" {
 		body["reason"] = reason
 	}
-	return c.world(ctx, http.MethodPut, WorldPath(worldID, "bans", url.PathEscape(agent)), nil, body, nil)
+	return c.call(ctx, request{method: http.MethodPut, path: WorldPath(worldID, "bans", url.PathEscape(agent)), body: body, surface: WorldSurface, idempotent: true}, nil)
 }
 
 // Unban lifts agent's ban from a world the identity owns.
 func (c *Client) Unban(ctx context.Context, worldID, agent string) (Reply, error) {
-	return c.world(ctx, http.MethodDelete, WorldPath(worldID, "bans", url.PathEscape(agent)), nil, nil, nil)
+	return c.call(ctx, request{method: http.MethodDelete, path: WorldPath(worldID, "bans", url.PathEscape(agent)), surface: WorldSurface, idempotent: true}, nil)
 }
 
 // BanInfo is one ban of a world: who, why and when.
