@@ -72,8 +72,9 @@ func WithTransport(rt http.RoundTripper) Option { return func(c *Client) { c.tra
 // 429, a 503 or a broken connection (default DefaultRetries; 0 never
 // retries). Only requests the server treats as safe to repeat are retried:
 // reads (GET), and the signed writes the network makes idempotent — Join
-// (the same membership), SetPresence, Ban and Unban. Other writes are
-// not: a retried send would be a second message.
+// (the same membership), SetPresence and Ban (the same ban). Other writes
+// are not: a retried send would be a second message, a retried unban a
+// refusal.
 func WithRetries(n int) Option { return func(c *Client) { c.retries = max(0, n) } }
 
 // WithSleep replaces how the client waits between retries and polls:

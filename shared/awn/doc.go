@@ -74,7 +74,7 @@
 // Reads (GET) are sent again after a 429, a 503 or a broken connection, up
 // to WithRetries times (DefaultRetries), waiting as long as the server's
 // Retry-After asks, else a backoff doubling from one second; so are the
-// writes the network makes idempotent (Join, SetPresence, Ban, Unban),
+// writes the network makes idempotent (Join, SetPresence, Ban),
 // each attempt signed afresh. Other writes are never retried: a second
 // send would be a second message. Events waits out busy servers for as
 // long as it runs.

@@ -379,7 +379,8 @@ func (c *Client) Ban(ctx context.Context, worldID, agent, reason string) (Reply,
 
 // Unban lifts agent's ban from a world the identity owns.
 func (c *Client) Unban(ctx context.Context, worldID, agent string) (Reply, error) {
-	return c.call(ctx, request{method: http.MethodDelete, path: WorldPath(worldID, "bans", url.PathEscape(agent)), surface: WorldSurface, idempotent: true}, nil)
+	// Not retried: a second unban of a lifted ban is refused (404).
+	return c.world(ctx, http.MethodDelete, WorldPath(worldID, "bans", url.PathEscape(agent)), nil, nil, nil)
 }
 
 // BanInfo is one ban of a world: who, why and when.
