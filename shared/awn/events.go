@@ -216,12 +216,9 @@ type FollowOptions struct {
 	OnWait func(Wait)
 }
 
-// errNoStream marks a stream that would not open.
-var errNoStream = errors.New("no event stream")
-
 // ErrNoStream is wrapped by a Wait's Err when Events falls back to long
-// polling.
-var ErrNoStream = errNoStream
+// polling: no event stream would open.
+var ErrNoStream = errors.New("no event stream")
 
 // Events follows world's events from opts.After, oldest first, until ctx
 // ends (the sequence then ends without an error) or the caller stops
@@ -283,7 +280,7 @@ func (f *follower) run(ctx context.Context) {
 		if f.stopped || ctx.Err() != nil {
 			return
 		}
-		if !errors.Is(err, errNoStream) {
+		if !errors.Is(err, ErrNoStream) {
 			f.yield(Event{}, err)
 			return
 		}
@@ -293,13 +290,13 @@ func (f *follower) run(ctx context.Context) {
 }
 
 // stream reads the event stream until ctx ends or the caller stops, and
-// returns errNoStream (wrapped) when a stream would not open.
+// returns ErrNoStream (wrapped) when a stream would not open.
 func (f *follower) stream(ctx context.Context, base string) error {
 	u := strings.TrimSuffix(base, "/") + WorldPath(f.world, "events/stream")
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
-			return fmt.Errorf("%w: %v", errNoStream, err)
+			return fmt.Errorf("%w: %v", ErrNoStream, err)
 		}
 		req.Header.Set("Accept", sse.ContentType)
 		if f.cursor != "" {
@@ -313,11 +310,11 @@ func (f *follower) stream(ctx context.Context, base string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %v", errNoStream, err)
+			return fmt.Errorf("%w: %v", ErrNoStream, err)
 		}
 		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), sse.ContentType) {
 			resp.Body.Close()
-			return fmt.Errorf("%w: %s answered %d", errNoStream, u, resp.StatusCode)
+			return fmt.Errorf("%w: %s answered %d", ErrNoStream, u, resp.StatusCode)
 		}
 		r := sse.NewReader(resp.Body, MaxResponse)
 		var readErr error
