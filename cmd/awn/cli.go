@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"time"
 	"unicode"
@@ -61,6 +62,9 @@ type app struct {
 
 	json    bool
 	baseURL string
+	// as names the profile (--as) whose key and state are used instead
+	// of $AWN_HOME's own.
+	as string
 }
 
 // run executes the awn command line in args and returns the exit code.
@@ -97,15 +101,20 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "awn",
 		Short: "The agent-side client of the A2AWire network",
 		Long: `awn invokes A2AWire providers and checks them against the protocol's
-conformance checklist, and holds an agent's identity (an Ed25519 key in
+conformance checklist. It holds an agent's identity (an Ed25519 key in
 AWN_HOME, default ~/.config/awn) to register it, discover others and set its
-presence, and
-takes part in worlds: join them, message and ping members, submit actions,
-follow events, and receive them by webhook.
+presence, and takes part in worlds: join them, message and ping members,
+submit actions, follow events, and receive them by webhook.
 
 It talks to AWN_URL (default ` + defaultURL + `, or --url). --json prints one
 JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success,
-1 the server refused or failed (or a conformance item failed), 2 bad usage.`,
+1 the server refused or failed (or a conformance item failed), 2 bad usage.
+
+One key registers one agent (a second name is refused with key_taken): run
+several agents as named identities, each its own key and state under
+$AWN_HOME/profiles/NAME, with --as NAME (awn --as scout init, awn --as scout
+register …).`,
+		Version:       version(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Without a command, awn was used wrongly: say so rather than exit 0.
@@ -131,12 +140,28 @@ JSON document on stdout; errors and progress go to stderr. Exit codes: 0 success
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.json, "json", false, "print one JSON document on stdout")
 	pf.StringVar(&a.baseURL, "url", base, "base URL of the network (env AWN_URL)")
-	root.AddCommand(a.initCommand(), a.whoamiCommand(), a.registerCommand(), a.discoverCommand(),
-		a.agentCommand(), a.invokeCommand(), a.conformCommand(),
-		a.worldCommand(), a.worldsCommand(), a.joinCommand(), a.leaveCommand(), a.agentsCommand(), a.sendCommand(),
-		a.messagesCommand(), a.pingCommand(), a.actCommand(), a.eventsCommand(), a.webhookCommand())
-	root.AddCommand(a.kickCommand(), a.banCommand(), a.unbanCommand(), a.bansCommand())
-	root.AddCommand(a.escrowCommand(), a.balanceCommand(), a.grantCommand(), a.hireCommand())
+	pf.StringVar(&a.as, "as", "", "act as the named identity: its key and state in $AWN_HOME/profiles/NAME")
+	root.SetVersionTemplate("awn {{.Version}}\n")
+	// Commands are listed by what they are for, not in one flat list.
+	for _, g := range []struct {
+		id, title string
+		cmds      []*cobra.Command
+	}{
+		{"identity", "Identity and registry:", []*cobra.Command{a.initCommand(), a.whoamiCommand(), a.registerCommand(),
+			a.discoverCommand(), a.agentCommand(), a.doctorCommand()}},
+		{"providers", "Providers:", []*cobra.Command{a.invokeCommand(), a.conformCommand()}},
+		{"worlds", "Worlds:", []*cobra.Command{a.worldCommand(), a.worldsCommand(), a.joinCommand(), a.leaveCommand(),
+			a.agentsCommand(), a.sendCommand(), a.messagesCommand(), a.pingCommand(), a.actCommand(), a.eventsCommand(),
+			a.webhookCommand()}},
+		{"owners", "World owners:", []*cobra.Command{a.kickCommand(), a.banCommand(), a.unbanCommand(), a.bansCommand()}},
+		{"credits", "Credits and escrow:", []*cobra.Command{a.escrowCommand(), a.balanceCommand(), a.grantCommand(), a.hireCommand()}},
+	} {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, c := range g.cmds {
+			c.GroupID = g.id
+			root.AddCommand(c)
+		}
+	}
 	return root
 }
 
@@ -245,4 +270,30 @@ func escapeControls(s string, keepNewlines bool) string {
 		i += n
 	}
 	return b.String()
+}
+
+// version is awn's version as the Go toolchain stamped it: the module
+// version (or "(devel)" for a build from a checkout) and, when built from
+// git, the commit and whether the tree was modified.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + clip(rev, 12) + modified
+	}
+	return v + " " + bi.GoVersion
 }

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/conform"
 	"github.com/spf13/cobra"
 )
@@ -144,7 +141,7 @@ func (a *app) conformOne(ctx context.Context, t conform.Target, timeout time.Dur
 	start := time.Now()
 	fmt.Fprintf(a.stderr, "conform: checking %s (task %s)\n", t.Endpoint, t.Task)
 	r := conform.Runner{
-		HTTP: &http.Client{Timeout: timeout},
+		HTTP: awnc.PlainHTTP(timeout),
 		OnCheck: func(c conform.Check) {
 			if a.json {
 				fmt.Fprintf(a.stderr, "conform: %s %s\n", c.Status, c.Name)
@@ -199,27 +196,11 @@ func noteLine(name, note string) string {
 	return fmt.Sprintf("%-4s  %-19s  %s", "NOTE", name, note)
 }
 
-// reach sends one GET to endpoint and returns the transport error, if any:
-// any HTTP answer at all (405 is what a provider gives) means something is
-// listening. It turns "nothing is running there" into one clear error
+// reach sends one GET to endpoint and returns the transport error, if any
+// (awnc.Reach). It turns "nothing is running there" into one clear error
 // instead of a FAIL line per item and fixture, each repeating the dial error.
 func reach(ctx context.Context, endpoint string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			return ue.Err
-		}
-		return err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	return resp.Body.Close()
+	return awnc.Reach(ctx, endpoint, timeout)
 }
 
 // unreachable is the one error for an endpoint nothing answers at.

@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/a2awire/a2awire/shared/auth"
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
 )
 
@@ -23,33 +20,9 @@ import (
 
 // escrowView is the part of an escrow the human output shows; --json
 // prints what the server sent.
-type escrowView struct {
-	ID           string          `json:"id"`
-	State        string          `json:"state"`
-	Buyer        string          `json:"buyer"`
-	Provider     string          `json:"provider"`
-	Capability   string          `json:"capability"`
-	Amount       int64           `json:"amount"`
-	Deadline     string          `json:"deadline"`
-	Output       json.RawMessage `json:"output"`
-	OutputSHA256 string          `json:"outputSha256"`
-	Status       int             `json:"status"`
-	Reason       string          `json:"reason"`
-	Transitions  []struct {
-		From string `json:"from"`
-		To   string `json:"to"`
-		By   string `json:"by"`
-		At   string `json:"at"`
-	} `json:"transitions"`
-}
-
-func escrowPath(id string, sub ...string) string {
-	p := "/api/v1/escrows/" + url.PathEscape(id)
-	for _, s := range sub {
-		p += "/" + s
-	}
-	return p
-}
+// escrowView is an escrow as human output shows it; --json prints what
+// the server sent.
+type escrowView = awnc.Escrow
 
 func (a *app) escrowCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -109,19 +82,15 @@ Every command is signed with this agent's key; the buyer must be registered.`,
 		Short: "Show an escrow and every transition (buyer, provider or operator)",
 		Args:  cobra.ExactArgs(1),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
-			r, _, err := a.signedRegistry()
+			c, _, err := a.signed()
 			if err != nil {
 				return err
 			}
-			_, b, err := r.do(cmd.Context(), http.MethodGet, escrowPath(args[0]), nil, nil)
+			e, err := c.GetEscrow(cmd.Context(), args[0])
 			if err != nil {
-				return err
+				return a.check(err)
 			}
-			var e escrowView
-			if err := decode("GET "+escrowPath(args[0]), b, &e); err != nil {
-				return err
-			}
-			return a.printEscrow(e, b)
+			return a.printEscrow(e, e.Reply.Raw)
 		}),
 	})
 	var role, state string
@@ -167,35 +136,32 @@ func (a *app) createEscrow(ctx context.Context, c createFlags) (escrowView, []by
 	if err != nil {
 		return e, nil, err
 	}
-	body := map[string]any{"provider": c.provider, "capability": c.capability, "input": input, "amount": c.amount}
 	if c.deadline != "" {
 		if _, err := time.Parse(time.RFC3339, c.deadline); err != nil {
 			return e, nil, usageErrorf("--deadline %s is not an RFC 3339 time such as 2026-12-31T12:00:00Z", protocol.Quote(c.deadline))
 		}
-		body["deadline"] = c.deadline
 	}
-	r, _, err := a.signedRegistry()
+	cl, _, err := a.signed()
 	if err != nil {
 		return e, nil, err
 	}
-	_, b, err := r.do(ctx, http.MethodPost, "/api/v1/escrows", nil, body)
+	e, err = cl.CreateEscrowDeadline(ctx, awnc.Hire{Provider: c.provider, Capability: c.capability, Input: input, Amount: c.amount}, c.deadline)
 	if err != nil {
-		return e, nil, err
+		return e, nil, a.check(err)
 	}
-	return e, b, decode("POST /api/v1/escrows", b, &e)
+	return e, e.Reply.Raw, nil
 }
 
 func (a *app) moveEscrow(ctx context.Context, id, action string) (escrowView, []byte, error) {
-	var e escrowView
-	r, _, err := a.signedRegistry()
+	c, _, err := a.signed()
 	if err != nil {
-		return e, nil, err
+		return escrowView{}, nil, err
 	}
-	_, b, err := r.do(ctx, http.MethodPost, escrowPath(id, action), nil, nil)
+	e, err := c.MoveEscrow(ctx, id, action)
 	if err != nil {
-		return e, nil, err
+		return e, nil, a.check(err)
 	}
-	return e, b, decode("POST "+escrowPath(id, action), b, &e)
+	return e, e.Reply.Raw, nil
 }
 
 // printEscrow prints the escrow: the server's JSON with --json, else its
@@ -235,30 +201,16 @@ func (a *app) listEscrows(ctx context.Context, role, state string) error {
 	if role != "buyer" && role != "provider" {
 		return usageErrorf("--role must be buyer or provider, not %s", protocol.Quote(role))
 	}
-	r, _, err := a.signedRegistry()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
 	var all []json.RawMessage
 	cursor := ""
 	for range 1000 {
-		q := url.Values{"role": {role}, "limit": {"100"}}
-		if state != "" {
-			q.Set("state", state)
-		}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		_, b, err := r.do(ctx, http.MethodGet, "/api/v1/escrows", q, nil)
+		page, err := c.Escrows(ctx, role, state, 100, cursor)
 		if err != nil {
-			return err
-		}
-		var page struct {
-			Escrows    []json.RawMessage `json:"escrows"`
-			NextCursor string            `json:"next_cursor"`
-		}
-		if err := decode("GET /api/v1/escrows", b, &page); err != nil {
-			return err
+			return a.check(err)
 		}
 		all = append(all, page.Escrows...)
 		if page.NextCursor == "" || page.NextCursor == cursor {
@@ -281,7 +233,7 @@ func (a *app) listEscrows(ctx context.Context, role, state string) error {
 	fmt.Fprintln(tw, "ID\tSTATE\tAMOUNT\tPROVIDER\tCAPABILITY")
 	for _, raw := range all {
 		var e escrowView
-		if err := decode("GET /api/v1/escrows", raw, &e); err != nil {
+		if err := decodeData("GET /api/v1/escrows", raw, &e); err != nil {
 			return err
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", esc(e.ID), esc(e.State), e.Amount, esc(e.Provider), esc(e.Capability))
@@ -295,18 +247,19 @@ func (a *app) balanceCommand() *cobra.Command {
 		Short: "Show your credits: balance, held in escrows, recent entries",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
-			r, priv, err := a.signedRegistry()
+			c, _, err := a.signed()
 			if err != nil {
 				return err
 			}
-			id := auth.AWNID(priv.Public().(ed25519.PublicKey))
+			id := ""
 			if len(args) == 1 {
 				id = args[0]
 			}
-			_, b, err := r.do(cmd.Context(), http.MethodGet, "/api/v1/accounts/"+url.PathEscape(id), nil, nil)
+			got, err := c.Account(cmd.Context(), id)
 			if err != nil {
-				return err
+				return a.check(err)
 			}
+			b := got.Reply.Raw
 			if a.json {
 				return a.writeJSON(json.RawMessage(b))
 			}
@@ -320,7 +273,7 @@ func (a *app) balanceCommand() *cobra.Command {
 					At           string `json:"at"`
 				} `json:"entries"`
 			}
-			if err := decode("GET /api/v1/accounts/{awnId}", b, &acct); err != nil {
+			if err := decodeData("GET /api/v1/accounts/{awnId}", b, &acct); err != nil {
 				return err
 			}
 			esc := func(s string) string { return escapeControls(s, false) }
@@ -346,22 +299,22 @@ func (a *app) grantCommand() *cobra.Command {
 			if amount <= 0 {
 				return usageErrorf("--amount must be a positive number of credits, got %d", amount)
 			}
-			r, _, err := a.signedRegistry()
+			c, _, err := a.signed()
 			if err != nil {
 				return err
 			}
-			_, b, err := r.do(cmd.Context(), http.MethodPost, "/api/v1/accounts/"+url.PathEscape(args[0])+"/grant", nil,
-				map[string]any{"amount": amount, "memo": memo})
+			granted, err := c.Grant(cmd.Context(), args[0], amount, memo)
 			if err != nil {
-				return err
+				return a.check(err)
 			}
+			b := granted.Raw
 			if a.json {
 				return a.writeJSON(json.RawMessage(b))
 			}
 			var out struct {
 				Balance int64 `json:"balance"`
 			}
-			if err := decode("grant", b, &out); err != nil {
+			if err := decodeData("grant", b, &out); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(a.stdout, "granted %d to %s (balance %d)\n", amount, escapeControls(args[0], false), out.Balance)
@@ -408,20 +361,13 @@ func (a *app) hire(ctx context.Context, c createFlags) error {
 	}
 	step := func(format string, args ...any) { fmt.Fprintf(a.stderr, format+"\n", args...) }
 	if c.provider == "" {
-		r, err := a.registry()
+		cl, err := a.client()
 		if err != nil {
 			return err
 		}
-		q := url.Values{"capability": {c.capability}, "limit": {"1"}}
-		_, b, err := r.do(ctx, http.MethodGet, "/api/v1/agents", q, nil)
+		page, err := cl.Discover(ctx, awnc.Discovery{Capability: c.capability, Limit: 1})
 		if err != nil {
-			return err
-		}
-		var page struct {
-			Agents []profile `json:"agents"`
-		}
-		if err := decode("GET /api/v1/agents", b, &page); err != nil {
-			return err
+			return a.check(err)
 		}
 		if len(page.Agents) == 0 {
 			fmt.Fprintf(a.stderr, "error: no online agent serves %s\n", protocol.Quote(c.capability))

@@ -6,34 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/spf13/cobra"
 )
 
-// Long-poll pacing of `events --follow`.
-const (
-	// pollWait is the server-side wait of each poll, its maximum.
-	pollWait = 20
-	// Without a Retry-After, a busy or failing server is asked again after
-	// firstBackoff, doubling to maxBackoff.
-	firstBackoff = time.Second
-	maxBackoff   = 30 * time.Second
-)
-
 // event is one world event as human output shows it; --json prints the
-// server's JSON as sent.
-type event struct {
-	EventID    string          `json:"eventId"`
-	Type       string          `json:"type"`
-	WorldID    string          `json:"worldId"`
-	Data       json.RawMessage `json:"data"`
-	Visibility string          `json:"visibility"`
-	CreatedAt  string          `json:"createdAt"`
-}
+// server's JSON as sent (its Raw).
+type event = awnc.Event
 
 type eventsFlags struct {
 	after    string
@@ -80,15 +61,6 @@ server is busy or rate limits it, awn waits as long as it is asked
 	return cmd
 }
 
-// eventPage is the data of GET …/events.
-type eventPage struct {
-	Events []json.RawMessage `json:"events"`
-	// Cursor, when the server sends one, is where the next poll starts
-	// (it may skip past events the caller cannot see); otherwise the last
-	// event's id is.
-	Cursor string `json:"cursor"`
-}
-
 func (a *app) events(ctx context.Context, world string, f eventsFlags) error {
 	if err := checkWorld(world); err != nil {
 		return err
@@ -96,59 +68,37 @@ func (a *app) events(ctx context.Context, world string, f eventsFlags) error {
 	if f.limitSet && (f.limit < 1 || f.limit > maxWorldPage) {
 		return usageErrorf("--limit must be 1 to %d, got %d", maxWorldPage, f.limit)
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
 	if f.follow {
-		return a.follow(ctx, w, world, f)
+		return a.follow(ctx, c, world, f)
 	}
-	_, data, err := w.do(ctx, http.MethodGet, worldPath(world, "events"), eventsQuery(f.after, f.limit, 0), nil)
+	page, err := c.EventsPage(ctx, world, awnc.EventsQuery{After: f.after, Limit: f.limit})
 	if err != nil {
-		return err
+		return a.check(err)
 	}
 	if a.json {
-		return a.writeJSON(data)
-	}
-	var page eventPage
-	if err := decodeData("GET "+worldPath(world, "events"), data, &page); err != nil {
-		return err
+		return a.writeJSON(page.Reply.Raw)
 	}
 	if len(page.Events) == 0 {
 		_, err := fmt.Fprintf(a.stdout, "no events in %s\n", world)
 		return err
 	}
-	for _, raw := range page.Events {
-		if _, err := a.printEvent(world, raw); err != nil {
+	for _, e := range page.Events {
+		if err := a.printEvent(e); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func eventsQuery(after string, limit, wait int) url.Values {
-	q := url.Values{}
-	if after != "" {
-		q.Set("after", after)
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if wait > 0 {
-		q.Set("wait", strconv.Itoa(wait))
-	}
-	return q
-}
-
-// printEvent prints one event, a line of text or of JSON, and returns its id.
-func (a *app) printEvent(world string, raw json.RawMessage) (string, error) {
-	var e event
-	if err := decodeData("GET "+worldPath(world, "events"), raw, &e); err != nil {
-		return "", err
-	}
+// printEvent prints one event, a line of text or of JSON.
+func (a *app) printEvent(e awnc.Event) error {
 	if a.json {
-		_, err := fmt.Fprintf(a.stdout, "%s\n", compactRaw(raw))
-		return e.EventID, err
+		_, err := fmt.Fprintf(a.stdout, "%s\n", compactRaw(e.Raw))
+		return err
 	}
 	line := fmt.Sprintf("%s  %s  %s  %s", escapeControls(e.EventID, false), escapeControls(e.CreatedAt, false),
 		escapeControls(e.Type, false), compactJSON(e.Data, false))
@@ -156,7 +106,7 @@ func (a *app) printEvent(world string, raw json.RawMessage) (string, error) {
 		line += "  (private)"
 	}
 	_, err := fmt.Fprintln(a.stdout, line)
-	return e.EventID, err
+	return err
 }
 
 // compactRaw is raw on one line, byte for byte otherwise (no HTML
@@ -169,92 +119,37 @@ func compactRaw(raw []byte) string {
 	return b.String()
 }
 
-// follow long-polls the world's events until ctx ends (Ctrl-C), which is a
-// clean exit. It keeps the cursor across polls, so nothing is printed
-// twice or skipped, and waits out 429 and 503 answers as the server asks.
-// A refusal of any other kind ends it with exit 1.
-func (a *app) follow(ctx context.Context, w *worldClient, world string, f eventsFlags) error {
+// follow prints the world's events as package awn follows them (the
+// event stream, else long polls) until ctx ends (Ctrl-C), which is a clean
+// exit; its waits are shown on stderr. A refusal ends it with exit 1.
+func (a *app) follow(ctx context.Context, c *awnc.Client, world string, f eventsFlags) error {
 	fmt.Fprintf(a.stderr, "waiting for events in %s… (Ctrl-C to stop)\n", world)
-	cursor, backoff, polled := f.after, firstBackoff, false
-	if !f.noStream {
-		base := f.streamURL
-		if base == "" {
-			base = w.base
-		}
-		var err error
-		cursor, err = a.followStream(ctx, w, base, world, cursor)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		if !errors.Is(err, errNoStream) {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "awn: %v; long-polling instead\n", err)
-	}
-	path := worldPath(world, "events")
-	for {
-		_, data, err := w.call(ctx, http.MethodGet, path, eventsQuery(cursor, f.limit, pollWait), nil)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			var ref *refusal
-			isRef := errors.As(err, &ref)
-			switch {
-			case isRef && ref.retryable():
-				d := ref.RetryAfter
-				if d <= 0 {
-					d = backoff
-				}
-				backoff = min(2*backoff, maxBackoff)
-				fmt.Fprintf(a.stderr, "awn: %s; polling again in %s\n", ref, d)
-				if a.sleep(ctx, d) != nil {
-					return nil
-				}
-				continue
-			case isRef:
-				return a.refused(ref)
-			case !polled:
-				// The first poll failing (a wrong --url, a server not
-				// running) is a mistake to report, not to wait out.
-				return err
+	opts := awnc.FollowOptions{After: f.after, Limit: f.limit, StreamURL: f.streamURL, NoStream: f.noStream,
+		OnWait: func(w awnc.Wait) {
+			switch w.Reason {
+			case awnc.WaitFallback:
+				fmt.Fprintf(a.stderr, "awn: %v; long-polling instead\n", w.Err)
+			case awnc.WaitStreamBroken:
+				fmt.Fprintf(a.stderr, "awn: the event stream broke (%v); reopening in %s\n", w.Err, w.Delay)
 			default:
-				fmt.Fprintf(a.stderr, "awn: %v; polling again in %s\n", err, backoff)
-				if a.sleep(ctx, backoff) != nil {
-					return nil
+				var ref *awnc.Error
+				msg := fmt.Sprint(w.Err)
+				if errors.As(w.Err, &ref) {
+					msg = refusalText(ref)
 				}
-				backoff = min(2*backoff, maxBackoff)
-				continue
+				fmt.Fprintf(a.stderr, "awn: %s; polling again in %s\n", msg, w.Delay)
 			}
+		}}
+	for e, err := range c.Events(ctx, world, opts) {
+		if err != nil {
+			return a.check(err)
 		}
-		polled, backoff = true, firstBackoff
-		var page eventPage
-		if err := decodeData("GET "+path, data, &page); err != nil {
+		if err := a.printEvent(e); err != nil {
 			return err
 		}
-		for _, raw := range page.Events {
-			id, err := a.printEvent(world, raw)
-			if err != nil {
-				return err
-			}
-			if id != "" {
-				cursor = id
-			}
-		}
-		if page.Cursor != "" {
-			cursor = page.Cursor
-		}
 	}
+	return nil
 }
 
 // sleepContext waits d, or until ctx ends (then it returns ctx's error).
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func sleepContext(ctx context.Context, d time.Duration) error { return awnc.Sleep(ctx, d) }

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strconv"
 	"text/tabwriter"
 
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/spf13/cobra"
-
-	"github.com/a2awire/a2awire/shared/auth"
 )
 
 // The owner's commands of a world (kick, ban, unban, bans) and the agent's
@@ -21,7 +17,7 @@ import (
 
 func (a *app) kickCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "kick <world> <agent-id>",
+		Use:   "kick <world> <agent-id|slot|@name>",
 		Short: "Remove a member from a world you own (signed by the owner)",
 		Long: `kick ends the member's membership as a leave does (its inbox and webhook
 go with it) and announces agent.kicked. It may join again; ban it to keep it
@@ -29,7 +25,7 @@ out.`,
 		Example: "  awn kick arena aw:sha256:3f2a…",
 		Args:    cobra.ExactArgs(2),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
-			return a.moderate(cmd.Context(), http.MethodPost, args[0], args[1], "kicked", nil)
+			return a.moderate(cmd.Context(), args[0], args[1], "kicked", "")
 		}),
 	}
 }
@@ -37,18 +33,14 @@ out.`,
 func (a *app) banCommand() *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "ban <world> <agent-id> [--reason R]",
+		Use:   "ban <world> <agent-id|slot|@name> [--reason R]",
 		Short: "Ban a key from a world you own; a member is kicked (signed by the owner)",
 		Long: `ban keeps the key out of the world (its joins are refused 403 BANNED) until
 'awn unban'. A member is kicked by the same write.`,
 		Example: `  awn ban arena aw:sha256:3f2a… --reason "spam"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
-			body := map[string]string{}
-			if reason != "" {
-				body["reason"] = reason
-			}
-			return a.moderate(cmd.Context(), http.MethodPut, args[0], args[1], "banned", body)
+			return a.moderate(cmd.Context(), args[0], args[1], "banned", reason)
 		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, kept with the ban (at most 512 characters)")
@@ -57,41 +49,49 @@ func (a *app) banCommand() *cobra.Command {
 
 func (a *app) unbanCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "unban <world> <agent-id>",
+		Use:     "unban <world> <agent-id|slot|@name>",
 		Short:   "Lift a ban in a world you own (signed by the owner)",
 		Example: "  awn unban arena aw:sha256:3f2a…",
 		Args:    cobra.ExactArgs(2),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
-			return a.moderate(cmd.Context(), http.MethodDelete, args[0], args[1], "unbanned", nil)
+			return a.moderate(cmd.Context(), args[0], args[1], "unbanned", "")
 		}),
 	}
 }
 
 // moderate sends one owner request about agent in world and prints what
 // was done ("kicked …"), or the server's answer with --json.
-func (a *app) moderate(ctx context.Context, method, world, agent, done string, body any) error {
+func (a *app) moderate(ctx context.Context, world, agent, done, reason string) error {
 	if err := checkWorld(world); err != nil {
 		return err
 	}
 	if err := checkAgentID(agent); err != nil {
 		return err
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	path := worldPath(world, "bans", url.PathEscape(agent))
-	if done == "kicked" {
-		path = worldPath(world, "members", url.PathEscape(agent), "kick")
-	}
-	status, data, err := w.do(ctx, method, path, nil, body)
-	if err != nil {
+	if agent, err = a.member(ctx, c, world, agent); err != nil {
 		return err
 	}
+	var rep awnc.Reply
+	switch done {
+	case "kicked":
+		rep, err = c.Kick(ctx, world, agent)
+	case "banned":
+		rep, err = c.Ban(ctx, world, agent, reason)
+	default:
+		rep, err = c.Unban(ctx, world, agent)
+	}
+	if err != nil {
+		return a.check(err)
+	}
+	data := rep.Raw
 	if a.json {
 		return a.writeJSON(data)
 	}
-	if done == "banned" && status == http.StatusOK {
+	if done == "banned" && !rep.Created() {
 		done = "already banned"
 	}
 	_, err = fmt.Fprintf(a.stdout, "%s %s from %s\n", done, agent, world)
@@ -111,11 +111,7 @@ func (a *app) bansCommand() *cobra.Command {
 	return cmd
 }
 
-type banRow struct {
-	AWNID    string `json:"awnId"`
-	Reason   string `json:"reason,omitempty"`
-	BannedAt string `json:"bannedAt"`
-}
+type banRow = awnc.BanInfo
 
 func (a *app) bans(ctx context.Context, world string, limit int) error {
 	if err := checkWorld(world); err != nil {
@@ -124,27 +120,16 @@ func (a *app) bans(ctx context.Context, world string, limit int) error {
 	if limit < 1 {
 		return usageErrorf("--limit must be at least 1")
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
 	var all []banRow
 	cursor := ""
 	for len(all) < limit {
-		q := url.Values{"limit": {strconv.Itoa(min(100, limit-len(all)))}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		_, data, err := w.do(ctx, http.MethodGet, worldPath(world, "bans"), q, nil)
+		page, err := c.Bans(ctx, world, min(100, limit-len(all)), cursor)
 		if err != nil {
-			return err
-		}
-		var page struct {
-			Bans   []banRow `json:"bans"`
-			Cursor *string  `json:"cursor"`
-		}
-		if err := decodeData("GET "+worldPath(world, "bans"), data, &page); err != nil {
-			return err
+			return a.check(err)
 		}
 		all = append(all, page.Bans...)
 		if page.Cursor == nil {
@@ -200,38 +185,23 @@ type worldRow struct {
 // key. A key the network knows nothing of (it joined, owns and registers
 // nothing: the server cannot verify it, 401) has no worlds, nor has an
 // agent of a network without worlds (404).
-func (a *app) myWorlds(ctx context.Context, pub ed25519.PublicKey) ([]json.RawMessage, error) {
-	w, err := a.signedWorld()
+func (a *app) myWorlds(ctx context.Context) ([]json.RawMessage, error) {
+	c, _, err := a.signed()
 	if err != nil {
 		return nil, err
 	}
-	path := "/v0/agents/" + url.PathEscape(auth.AWNID(pub)) + "/worlds"
 	out := []json.RawMessage{}
 	cursor := ""
 	for {
-		q := url.Values{"limit": {"100"}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		_, data, err := w.call(ctx, http.MethodGet, path, q, nil)
-		var ref *refusal
-		if errors.As(err, &ref) && cursor == "" && (ref.Status == http.StatusUnauthorized || ref.Status == http.StatusNotFound) {
+		page, err := c.MyWorlds(ctx, 100, cursor)
+		var ref *awnc.Error
+		if errors.As(err, &ref) && cursor == "" && (ref.Status == 401 || ref.Status == 404) {
 			// 401: the network knows no key of this agent; 404: it serves
 			// no worlds (a registry alone). Either way: none.
 			return out, nil
 		}
-		if errors.As(err, &ref) {
-			return nil, a.refused(ref)
-		}
 		if err != nil {
-			return nil, err
-		}
-		var page struct {
-			Worlds []json.RawMessage `json:"worlds"`
-			Cursor *string           `json:"cursor"`
-		}
-		if err := decodeData("GET "+path, data, &page); err != nil {
-			return nil, err
+			return nil, a.check(err)
 		}
 		out = append(out, page.Worlds...)
 		if page.Cursor == nil {
@@ -300,14 +270,15 @@ func (a *app) unregister(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	r, _, err := a.signedRegistry()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	_, b, err := r.do(ctx, http.MethodDelete, agentPath(name), nil, nil)
+	gone, err := c.Unregister(ctx, name)
 	if err != nil {
-		return err
+		return a.check(err)
 	}
+	b := gone.Raw
 	if err := a.updateState(func(st *localState) {
 		delete(st.Agents, name)
 		if st.LastRegistered == name {

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"text/tabwriter"
 
-	"github.com/a2awire/a2awire/shared/auth"
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/spf13/cobra"
 )
 
@@ -22,8 +19,8 @@ type identityJSON struct {
 	KeyFile   string `json:"keyFile,omitempty"`
 }
 
-func newIdentity(pub ed25519.PublicKey) identityJSON {
-	return identityJSON{AWNID: auth.AWNID(pub), KeyID: auth.KeyID(pub), PublicKey: base64.StdEncoding.EncodeToString(pub)}
+func newIdentity(id awnc.Identity) identityJSON {
+	return identityJSON{AWNID: id.AWNID(), KeyID: id.KeyID(), PublicKey: id.PublicKeyBase64()}
 }
 
 func (a *app) initCommand() *cobra.Command {
@@ -41,23 +38,15 @@ loses the old identity and the agent names registered with it.`,
 			if err != nil {
 				return err
 			}
-			pub, priv, err := ed25519.GenerateKey(rand.Reader)
+			me, err := awnc.CreateIdentity(home, force)
 			if err != nil {
-				return fmt.Errorf("generate key: %w", err)
-			}
-			pemKey, err := encodeKey(priv)
-			if err != nil {
-				return err
-			}
-			path := filepath.Join(home, keyFile)
-			if err := writeFileAtomic(path, pemKey, force); err != nil {
 				if errors.Is(err, fs.ErrExist) {
-					return usageErrorf("%s already holds a key; pass --force to replace it (the old identity is lost)", path)
+					return usageErrorf("%s already holds a key; pass --force to replace it (the old identity is lost)", filepath.Join(home, awnc.KeyFile))
 				}
 				return err
 			}
-			id := newIdentity(pub)
-			id.KeyFile = path
+			id := newIdentity(me)
+			id.KeyFile = me.File
 			if a.json {
 				return a.writeJSON(id)
 			}
@@ -74,11 +63,11 @@ func (a *app) whoamiCommand() *cobra.Command {
 		Short: "Print this agent's awnId and keyid",
 		Args:  cobra.NoArgs,
 		RunE: wrap(func(cmd *cobra.Command, _ []string) error {
-			priv, err := a.loadKey()
+			me, err := a.identity()
 			if err != nil {
 				return err
 			}
-			id := newIdentity(priv.Public().(ed25519.PublicKey))
+			id := newIdentity(me)
 			if a.json {
 				return a.writeJSON(id)
 			}

@@ -8,19 +8,19 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/spf13/cobra"
 )
 
 // maxResponse bounds the answer awn reads (8 MiB); a longer one is reported
 // as cut, never shown in part.
-const maxResponse = 8 << 20
+const maxResponse = awnc.MaxResponse
 
 type invokeFlags struct {
 	task     string
@@ -90,7 +90,7 @@ func (a *app) invoke(ctx context.Context, target string, f invokeFlags) error {
 	}
 	// The client gives each attempt a share of the budget, so a hung
 	// attempt is retried within --timeout.
-	client := &protocol.Client{HTTP: &http.Client{}, MaxAttempts: f.attempts, AttemptTimeout: f.timeout, MaxResponse: maxResponse}
+	client := awnc.NewInvoker(f.attempts, f.timeout)
 	var opts []protocol.InvokeOption
 	if f.taskID != "" {
 		opts = append(opts, protocol.WithTaskID(f.taskID))
@@ -147,7 +147,7 @@ func describeRemote(res *protocol.Result, e *protocol.RemoteError) string {
 	if e.Body.Error != "" {
 		return fmt.Sprintf("%s: %s", escapeControls(string(e.Body.Error), false), escapeControls(e.Body.Message, false))
 	}
-	s := fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
+	s := awnc.StatusLine(e.Status)
 	if res != nil {
 		if b := strings.TrimSpace(string(res.Body)); b != "" {
 			s += ": " + escapeControls(clip(b, 200), false)

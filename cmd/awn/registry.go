@@ -1,157 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/a2awire/a2awire/shared/auth"
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/spf13/cobra"
 )
 
-// registryTimeout bounds one request to the registry.
-const registryTimeout = 30 * time.Second
-
 // maxPage is the registry's largest page.
 const maxPage = 100
 
-// profile is an agent's registry profile. Human output reads it;
-// --json prints what the server sent, so fields awn does not know survive.
-type profile struct {
-	Name         string   `json:"name"`
-	Description  string   `json:"description"`
-	Endpoint     string   `json:"endpoint"`
-	Capabilities []string `json:"capabilities"`
-	AWNID        string   `json:"awn_id"`
-	KeyID        string   `json:"key_id"`
-	Status       string   `json:"status"`
-	RegisteredAt string   `json:"registered_at"`
-	UpdatedAt    string   `json:"updated_at"`
-}
-
-// registryClient talks to the network's /api/v1 surface. signer is nil for
-// public reads.
-type registryClient struct {
-	a      *app
-	base   string
-	client *http.Client
-}
-
-// registry returns a client for the public routes.
-func (a *app) registry() (*registryClient, error) {
-	base, err := a.base()
-	if err != nil {
-		return nil, err
-	}
-	return &registryClient{a: a, base: base, client: &http.Client{Timeout: registryTimeout}}, nil
-}
-
-// signedRegistry returns a client that signs every request with the agent's
-// key (AWN-Ed25519, package auth), naming the key directory entry in
-// Signature-Agent, and the key itself.
-func (a *app) signedRegistry() (*registryClient, ed25519.PrivateKey, error) {
-	priv, err := a.loadKey()
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := a.registry()
-	if err != nil {
-		return nil, nil, err
-	}
-	pub := priv.Public().(ed25519.PublicKey)
-	s, err := auth.NewSigner(priv, auth.WithSignatureAgent(r.base+"/api/v1/keys/"+auth.KeyID(pub)))
-	if err != nil {
-		return nil, nil, fmt.Errorf("signer: %w", err)
-	}
-	r.client.Transport = &auth.Transport{Signer: s}
-	return r, priv, nil
-}
-
-// do sends one request and returns the body of a 2xx answer. Any other
-// answer is reported on stderr as "error: <code>: <message>" (the server's
-// words) and ends the command with exit 1.
-func (r *registryClient) do(ctx context.Context, method, path string, query url.Values, body any) (int, []byte, error) {
-	u := r.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, fmt.Errorf("encode request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return 0, nil, err // *url.Error already names the method and URL
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: reading the answer: %w", method, u, err)
-	}
-	if len(b) > maxResponse {
-		return 0, nil, fmt.Errorf("%s %s: the answer is larger than %d MiB", method, u, maxResponse>>20)
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp.StatusCode, b, nil
-	}
-	var e protocol.ErrorBody
-	msg := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-	if json.Unmarshal(b, &e) == nil && e.Error != "" {
-		msg = fmt.Sprintf("%s: %s", escapeControls(string(e.Error), false), escapeControls(e.Message, false))
-	} else if s := strings.TrimSpace(string(b)); s != "" {
-		msg += ": " + escapeControls(clip(s, 200), false)
-	}
-	fmt.Fprintln(r.a.stderr, "error: "+msg)
-	return resp.StatusCode, nil, failed(fmt.Errorf("%s %s: %s", method, u, msg))
-}
-
-// decode parses a registry answer into v, naming what was asked for when it
-// is not the documented shape.
-func decode(what string, b []byte, v any) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("the registry's answer to %s is not the documented JSON: %s", what, escapeControls(clip(string(b), 200), false))
-	}
-	return nil
-}
-
-// agentPath is the registry path of one agent.
-func agentPath(name string) string { return "/api/v1/agents/" + url.PathEscape(name) }
-
-// getProfile fetches name's profile: the decoded form and the raw JSON.
-func (r *registryClient) getProfile(ctx context.Context, name string) (profile, json.RawMessage, error) {
-	var p profile
-	_, b, err := r.do(ctx, http.MethodGet, agentPath(name), nil, nil)
-	if err != nil {
-		return p, nil, err
-	}
-	if err := decode("GET "+agentPath(name), b, &p); err != nil {
-		return p, nil, err
-	}
-	return p, b, nil
-}
+// profile is an agent's registry profile. Human output reads it; --json
+// prints what the server sent (its Raw), so fields awn does not know survive.
+type profile = awnc.Profile
 
 // checkTarget reports whether the <name|endpoint> argument is well formed
 // without asking any server: a name is returned as name, a URL as endpoint.
@@ -177,19 +45,12 @@ func (a *app) endpoint(ctx context.Context, arg string) (string, error) {
 	if err != nil || name == "" {
 		return endpoint, err
 	}
-	r, err := a.registry()
+	c, err := a.client()
 	if err != nil {
 		return "", err
 	}
-	p, _, err := r.getProfile(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	u, perr := url.Parse(p.Endpoint)
-	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("the registry lists %q with the endpoint %s, which is not an absolute http(s) URL", name, protocol.Quote(p.Endpoint))
-	}
-	return p.Endpoint, nil
+	endpoint, err = c.Endpoint(ctx, name)
+	return endpoint, a.check(err)
 }
 
 type registerFlags struct {
@@ -234,38 +95,20 @@ func (a *app) register(ctx context.Context, f registerFlags) error {
 			return usageErrorf("--capability must name a capability, got an empty one")
 		}
 	}
-	r, priv, err := a.signedRegistry()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	body := map[string]any{
-		"name":         f.name,
-		"endpoint":     f.endpoint,
-		"capabilities": f.capabilities,
-		"public_key":   base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey)),
-	}
-	if f.description != "" {
-		body["description"] = f.description
-	}
-	status, b, err := r.do(ctx, http.MethodPost, "/api/v1/agents", nil, body)
+	reg, err := c.Register(ctx, awnc.Registration{Name: f.name, Endpoint: f.endpoint, Capabilities: f.capabilities, Description: f.description})
 	if err != nil {
-		return err
+		return a.check(err)
 	}
-	var doc struct {
-		Agent json.RawMessage `json:"agent"`
-	}
-	var p profile
-	if err := decode("POST /api/v1/agents", b, &doc); err != nil {
-		return err
-	}
-	if err := decode("POST /api/v1/agents", doc.Agent, &p); err != nil {
-		return err
-	}
+	p, b := reg.Profile, reg.Raw
 	if err := a.updateState(func(st *localState) {
 		st.LastRegistered = f.name
 		la := st.Agents[f.name]
-		if la.URL != r.base {
-			la = localAgent{URL: r.base}
+		if la.URL != c.BaseURL() {
+			la = localAgent{URL: c.BaseURL()}
 		}
 		la.Endpoint = f.endpoint
 		la.RegisteredAt = time.Now().UTC()
@@ -277,7 +120,7 @@ func (a *app) register(ctx context.Context, f registerFlags) error {
 		return a.writeJSON(json.RawMessage(b))
 	}
 	verb := "updated"
-	if status == http.StatusCreated {
+	if reg.Created {
 		verb = "registered"
 	}
 	fmt.Fprintf(a.stdout, "%s %s\n\n", verb, escapeControls(p.Name, false))
@@ -343,7 +186,7 @@ func (a *app) discover(ctx context.Context, f discoverFlags) error {
 	if f.limit < 0 {
 		return usageErrorf("--limit must be positive (or 0 for all), got %d", f.limit)
 	}
-	r, err := a.registry()
+	c, err := a.client()
 	if err != nil {
 		return err
 	}
@@ -353,33 +196,17 @@ func (a *app) discover(ctx context.Context, f discoverFlags) error {
 		seen   = map[string]bool{}
 	)
 	for {
-		q := url.Values{}
-		if f.capability != "" {
-			q.Set("capability", f.capability)
-		}
-		if f.status != "" {
-			q.Set("status", f.status)
-		}
 		page := maxPage
 		if f.limit > 0 {
 			page = min(page, f.limit-len(raws))
 		}
-		q.Set("limit", strconv.Itoa(page))
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		_, b, err := r.do(ctx, http.MethodGet, "/api/v1/agents", q, nil)
+		doc, err := c.Discover(ctx, awnc.Discovery{Capability: f.capability, Status: f.status, Limit: page, Cursor: cursor})
 		if err != nil {
-			return err
+			return a.check(err)
 		}
-		var doc struct {
-			Agents     []json.RawMessage `json:"agents"`
-			NextCursor string            `json:"next_cursor"`
+		for _, p := range doc.Agents {
+			raws = append(raws, p.Raw)
 		}
-		if err := decode("GET /api/v1/agents", b, &doc); err != nil {
-			return err
-		}
-		raws = append(raws, doc.Agents...)
 		cursor = doc.NextCursor
 		if cursor == "" || (f.limit > 0 && len(raws) >= f.limit) {
 			break
@@ -415,7 +242,7 @@ func (a *app) discover(ctx context.Context, f discoverFlags) error {
 	fmt.Fprintln(tw, "NAME\tSTATUS\tCAPABILITIES\tENDPOINT")
 	for _, raw := range raws {
 		var p profile
-		if err := decode("GET /api/v1/agents", raw, &p); err != nil {
+		if err := decodeData("GET /api/v1/agents", raw, &p); err != nil {
 			return err
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", esc(p.Name), esc(p.Status), esc(strings.Join(p.Capabilities, ",")), esc(p.Endpoint))
@@ -495,17 +322,18 @@ func (a *app) agentStatus(ctx context.Context, name string) error {
 	if name != "" && !isAgentName(name) {
 		return usageErrorf("%s is not an agent name: 2 to 63 lowercase letters, digits and '-'", protocol.Quote(name))
 	}
-	priv, keyErr := a.loadKey()
+	me, keyErr := a.identity()
 	var p profile
 	var raw json.RawMessage
 	if name != "" {
-		r, err := a.registry()
+		c, err := a.client()
 		if err != nil {
 			return err
 		}
-		if p, raw, err = r.getProfile(ctx, name); err != nil {
-			return err
+		if p, err = c.Agent(ctx, name); err != nil {
+			return a.check(err)
 		}
+		raw = p.Raw
 	} else if keyErr != nil {
 		return usageErrorf("no agent registered from this AWN_HOME; name one, or run 'awn init' to see this key's worlds")
 	}
@@ -514,10 +342,9 @@ func (a *app) agentStatus(ctx context.Context, name string) error {
 	var worlds []json.RawMessage
 	var awnID string
 	if keyErr == nil {
-		pub := priv.Public().(ed25519.PublicKey)
-		if raw == nil || p.AWNID == auth.AWNID(pub) {
-			awnID = auth.AWNID(pub)
-			if worlds, err = a.myWorlds(ctx, pub); err != nil {
+		if raw == nil || p.AWNID == me.AWNID() {
+			awnID = me.AWNID()
+			if worlds, err = a.myWorlds(ctx); err != nil {
 				return err
 			}
 		}
@@ -586,19 +413,19 @@ func (a *app) setPresence(ctx context.Context, name, status string) error {
 	if err != nil {
 		return err
 	}
-	r, _, err := a.signedRegistry()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	if _, _, err := r.do(ctx, http.MethodPut, agentPath(name)+"/presence", nil, map[string]string{"status": status}); err != nil {
-		return err
+	if _, err := c.SetPresence(ctx, name, status); err != nil {
+		return a.check(err)
 	}
 	now := time.Now().UTC()
 	var local localAgent
 	if err := a.updateState(func(st *localState) {
 		la := st.Agents[name]
-		if la.URL != r.base {
-			la = localAgent{URL: r.base}
+		if la.URL != c.BaseURL() {
+			la = localAgent{URL: c.BaseURL()}
 		}
 		la.Status, la.StatusAt = status, now
 		st.Agents[name] = la

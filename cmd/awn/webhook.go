@@ -2,23 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
-	"github.com/a2awire/a2awire/shared/apierror"
-	"github.com/a2awire/a2awire/shared/auth"
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
-	"github.com/a2awire/a2awire/shared/webhook/delivery"
-	"github.com/a2awire/a2awire/shared/webhook/signature"
 	"github.com/spf13/cobra"
 )
 
@@ -28,10 +21,7 @@ import (
 
 // networkKeyPath is where the network publishes the key of its v1a
 // webhook signatures, as a Web Bot Auth key directory.
-const networkKeyPath = "/.well-known/http-message-signatures-directory"
-
-// maxDelivery bounds the body the receiver reads: deliveries are small JSON.
-const maxDelivery = 1 << 20
+const networkKeyPath = awnc.NetworkKeyPath
 
 // localHandler is the local record of the webhook set for one world.
 type localHandler struct {
@@ -84,17 +74,17 @@ func (a *app) setHandler(ctx context.Context, world string, f handlerFlags) erro
 			return usageErrorf("--webhook %s is not an absolute http(s) URL", protocol.Quote(f.webhook))
 		}
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	path := worldPath(world, "webhook")
 	if f.remove {
-		_, data, err := w.do(ctx, http.MethodDelete, path, nil, nil)
+		gone, err := c.RemoveWebhook(ctx, world)
 		if err != nil {
-			return err
+			return a.check(err)
 		}
-		if err := a.forgetHandler(world, w.base); err != nil {
+		data := gone.Raw
+		if err := a.forgetHandler(world, c.BaseURL()); err != nil {
 			return fmt.Errorf("the webhook for %s is removed, but the local state was not written: %w", world, err)
 		}
 		if a.json {
@@ -103,22 +93,16 @@ func (a *app) setHandler(ctx context.Context, world string, f handlerFlags) erro
 		_, err = fmt.Fprintf(a.stdout, "removed the webhook for %s\n", world)
 		return err
 	}
-	_, data, err := w.do(ctx, http.MethodPut, path, nil, map[string]string{"url": f.webhook})
+	set, err := c.SetWebhook(ctx, world, f.webhook)
 	if err != nil {
-		return err
+		return a.check(err)
 	}
-	var set struct {
-		URL    string `json:"url"`
-		Secret string `json:"secret"`
-	}
-	if err := decodeData("PUT "+path, data, &set); err != nil {
-		return err
-	}
+	data := set.Reply.Raw
 	if err := a.updateState(func(st *localState) {
 		if st.Handlers == nil {
 			st.Handlers = map[string]localHandler{}
 		}
-		st.Handlers[world] = localHandler{URL: w.base, Webhook: set.URL, SetAt: time.Now().UTC()}
+		st.Handlers[world] = localHandler{URL: c.BaseURL(), Webhook: set.URL, SetAt: time.Now().UTC()}
 	}); err != nil {
 		// The secret is printed anyway: it cannot be asked for again.
 		fmt.Fprintf(a.stderr, "awn: the webhook is set, but the local state was not written: %v\n", err)
@@ -164,12 +148,12 @@ func (a *app) webhookCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SetOut(a.stderr)
 			_ = cmd.Help()
-			return usageErrorf("webhook needs a subcommand: serve")
+			return usageErrorf("webhook needs a subcommand: serve, show or replay")
 		},
 	}
 	var f receiverFlags
 	serve := &cobra.Command{
-		Use:   "serve [--addr 127.0.0.1:9000] [--secret whsec_…] [--network-key-url URL] [--action NAME --params JSON]",
+		Use:   "serve [--addr 127.0.0.1:9100] [--secret whsec_…] [--network-key-url URL] [--action NAME --params JSON]",
 		Short: "Receive webhook deliveries locally, verify and print them",
 		Long: `serve listens on --addr and checks every delivery's signatures: v1 with
 --secret (the one 'awn agent set-handler' printed) and v1a with the network's
@@ -183,19 +167,126 @@ With --action (and --params), verified deliveries are answered
 		RunE:    wrap(func(cmd *cobra.Command, _ []string) error { return a.serveWebhooks(cmd.Context(), cmd, f) }),
 	}
 	fl := serve.Flags()
-	fl.StringVar(&f.addr, "addr", "127.0.0.1:9000", "address to listen on")
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:9100", "address to listen on (not 9000, where the docs run the first provider)")
 	fl.StringVar(&f.secret, "secret", "", "the webhook's whsec_ secret, to check v1 signatures")
 	fl.StringVar(&f.keyURL, "network-key-url", "", "key directory of the network's v1a signing key (default <AWN_URL>"+networkKeyPath+")")
 	fl.StringVar(&f.action, "action", "", "answer each verified delivery with this action")
 	fl.StringVar(&f.params, "params", "", "the action's parameters, a JSON object (default {})")
-	cmd.AddCommand(serve)
+	cmd.AddCommand(serve, a.webhookShowCommand(), a.webhookReplayCommand())
+	return cmd
+}
+
+func (a *app) webhookShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show <world>",
+		Short: "Show this agent's webhook in a world: its URL, whether it is enabled, its delivery stats",
+		Long: `show prints the webhook set with 'awn agent set-handler' (signed, as a member):
+where deliveries go, whether they are enabled (and why not), and how many were
+delivered, failed and dead-lettered, with the last error. The secret is never
+shown again. --json prints the server's answer.`,
+		Example: "  awn webhook show lobby",
+		Args:    cobra.ExactArgs(1),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error {
+			world := args[0]
+			if err := checkWorld(world); err != nil {
+				return err
+			}
+			c, _, err := a.signed()
+			if err != nil {
+				return err
+			}
+			v, err := c.Webhook(cmd.Context(), world)
+			if err != nil {
+				return a.check(err)
+			}
+			if a.json {
+				return a.writeJSON(v.Reply.Raw)
+			}
+			esc := func(s string) string { return escapeControls(s, false) }
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "url:\t%s\n", esc(v.URL))
+			enabled := "yes"
+			if !v.Enabled {
+				enabled = "no"
+				if v.DisabledReason != "" {
+					enabled += " (" + esc(v.DisabledReason) + ")"
+				}
+			}
+			fmt.Fprintf(tw, "enabled:\t%s\n", enabled)
+			fmt.Fprintf(tw, "created_at:\t%s\n", v.CreatedAt.Format(time.RFC3339))
+			st := v.Stats
+			fmt.Fprintf(tw, "delivered:\t%d\n", st.Delivered)
+			fmt.Fprintf(tw, "failed:\t%d\n", st.Failed)
+			fmt.Fprintf(tw, "dead-lettered:\t%d\n", st.DeadLettered)
+			fmt.Fprintf(tw, "actions dropped:\t%d\n", st.ActionsDropped)
+			if st.LastSuccessAt != nil {
+				fmt.Fprintf(tw, "last success:\t%s\n", st.LastSuccessAt.Format(time.RFC3339))
+			}
+			if st.LastError != "" {
+				at := ""
+				if st.LastErrorAt != nil {
+					at = " at " + st.LastErrorAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "last error:\t%s%s\n", esc(st.LastError), at)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if st.DeadLettered > 0 {
+				fmt.Fprintf(a.stderr, "awn: 'awn webhook replay %s' sends the dead letters again\n", world)
+			}
+			return nil
+		}),
+	}
+}
+
+func (a *app) webhookReplayCommand() *cobra.Command {
+	var since string
+	cmd := &cobra.Command{
+		Use:   "replay <world> [--since T]",
+		Short: "Send this agent's dead-lettered deliveries in a world again",
+		Long: `replay queues again every delivery to this agent's webhook in the world that
+was dead-lettered since --since (RFC 3339; default: the last 7 days, as long as
+events are kept) and prints how many (signed, as a member).`,
+		Example: "  awn webhook replay lobby --since 2026-12-04T00:00:00Z",
+		Args:    cobra.ExactArgs(1),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error {
+			world := args[0]
+			if err := checkWorld(world); err != nil {
+				return err
+			}
+			from := time.Now().Add(-7 * 24 * time.Hour)
+			if since != "" {
+				t, err := time.Parse(time.RFC3339Nano, since)
+				if err != nil {
+					return usageErrorf("--since %s is not an RFC 3339 time such as 2026-01-02T15:04:05Z", protocol.Quote(since))
+				}
+				from = t
+			}
+			c, _, err := a.signed()
+			if err != nil {
+				return err
+			}
+			n, err := c.ReplayWebhook(cmd.Context(), world, from)
+			if err != nil {
+				return a.check(err)
+			}
+			if a.json {
+				return a.writeJSON(map[string]int{"replayed": n})
+			}
+			_, err = fmt.Fprintf(a.stdout, "replayed %d dead-lettered deliveries in %s\n", n, world)
+			return err
+		}),
+	}
+	cmd.Flags().StringVar(&since, "since", "", "only deliveries dead-lettered after this RFC 3339 time (default: 7 days ago)")
 	return cmd
 }
 
 func (a *app) serveWebhooks(ctx context.Context, cmd *cobra.Command, f receiverFlags) error {
-	rc := &receiver{a: a, secret: f.secret}
+	rc := &receiver{a: a}
+	rc.Secret = f.secret
 	if f.secret != "" {
-		if _, err := signature.ParseSecret(f.secret); err != nil {
+		if !awnc.ValidSecret(f.secret) {
 			return usageErrorf("--secret is not a webhook secret: it is whsec_ followed by the base64 'awn agent set-handler' printed")
 		}
 	}
@@ -210,23 +301,26 @@ func (a *app) serveWebhooks(ctx context.Context, cmd *cobra.Command, f receiverF
 				return err
 			}
 		}
-		b, err := json.Marshal(delivery.Action{Action: f.action, Params: params})
-		if err != nil {
-			return fmt.Errorf("encode the answer: %w", err)
-		}
-		rc.answer = b
+		rc.answer = &awnc.Answer{Action: f.action, Params: params}
 	}
-	keyURL := f.keyURL
-	if keyURL == "" {
-		base, err := a.base()
-		if err != nil {
-			return err
+	if f.keyURL != "" {
+		if u, err := url.Parse(f.keyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageErrorf("--network-key-url %s is not an absolute http(s) URL", protocol.Quote(f.keyURL))
 		}
-		keyURL = base + networkKeyPath
-	} else if u, err := url.Parse(keyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageErrorf("--network-key-url %s is not an absolute http(s) URL", protocol.Quote(keyURL))
 	}
-	keys, err := fetchNetworkKeys(ctx, keyURL)
+	// The key directory is asked of --network-key-url itself when given,
+	// so that a wrong --url does not stop a receiver that needs none.
+	var c *awnc.Client
+	var err error
+	if f.keyURL != "" {
+		c, err = awnc.New(f.keyURL, awnc.WithRetries(0))
+	} else {
+		c, err = a.client()
+	}
+	if err != nil {
+		return a.check(err)
+	}
+	keys, err := c.NetworkKeys(ctx, f.keyURL)
 	switch {
 	case err != nil && (f.secret == "" || f.keyURL != ""):
 		// Nothing else to check deliveries with, or the key was asked for.
@@ -234,151 +328,52 @@ func (a *app) serveWebhooks(ctx context.Context, cmd *cobra.Command, f receiverF
 	case err != nil:
 		fmt.Fprintf(a.stderr, "awn: v1a signatures are not checked (%v); checking v1 with --secret only\n", err)
 	}
-	rc.keys = keys
+	rc.NetworkKeys = keys
+	rc.Handle = rc.handle
+	rc.OnRefused = rc.refused
 
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", f.addr, err)
-	}
-	srv := &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	checks := []string{}
-	if rc.secret != "" {
+	if rc.Secret != "" {
 		checks = append(checks, "v1 with the secret")
 	}
-	if len(rc.keys) > 0 {
+	if len(rc.NetworkKeys) > 0 {
 		checks = append(checks, "v1a with the network key")
 	}
-	fmt.Fprintf(a.stderr, "listening on http://%s, checking %s (Ctrl-C to stop)\n", ln.Addr(), strings.Join(checks, " and "))
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdown)
-	return nil
+	return awnc.Serve(ctx, f.addr, &rc.Receiver, func(addr string) {
+		fmt.Fprintf(a.stderr, "listening on http://%s, checking %s (Ctrl-C to stop)\n", addr, strings.Join(checks, " and "))
+	})
 }
 
-// fetchNetworkKeys reads the network's key directory: {"keys": [JWK…]}.
-func fetchNetworkKeys(ctx context.Context, keyURL string) ([]ed25519.PublicKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, worldTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, keyURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", keyURL, err)
-	}
-	req.Header.Set("Accept", auth.DirectoryMediaType+", application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", keyURL, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %d %s", keyURL, resp.StatusCode, http.StatusText(resp.StatusCode))
-	}
-	var dir auth.Directory
-	if err := json.Unmarshal(b, &dir); err != nil {
-		return nil, fmt.Errorf("GET %s: not a key directory {\"keys\": […]}", keyURL)
-	}
-	var keys []ed25519.PublicKey
-	for _, j := range dir.Keys {
-		if k, err := j.PublicKey(); err == nil {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("GET %s: the directory holds no Ed25519 key", keyURL)
-	}
-	return keys, nil
-}
-
-// receiver is the handler of `webhook serve`: it checks each delivery with
-// every means it has (the secret, the network's keys) and prints it.
+// receiver is the handler of `webhook serve`: package awn's Receiver,
+// verifying each delivery with every means it has (the secret, the
+// network's keys), with a Handle that prints it.
 type receiver struct {
-	a      *app
-	secret string
-	keys   []ed25519.PublicKey
-	// answer is the body of a verified delivery's answer; nil means 204.
-	answer []byte
+	awnc.Receiver
+	a *app
+	// answer is the answer to a verified delivery; nil means 204.
+	answer *awnc.Answer
 	// mu keeps lines of concurrent deliveries whole.
 	mu sync.Mutex
 }
 
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "deliveries are POSTed", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxDelivery))
-	if err != nil {
-		rc.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d KiB or unreadable", maxDelivery>>10))
-		return
-	}
-	if reason := rc.verify(r.Header, body); reason != "" {
-		rc.refuse(w, r, http.StatusUnauthorized, reason)
-		return
-	}
-	var d delivery.Body
-	if err := json.Unmarshal(body, &d); err != nil || d.EventID == "" {
-		rc.refuse(w, r, http.StatusBadRequest, "signed, but the body is not a delivery {worldId, eventId, event, payload, timestamp}")
-		return
-	}
+func (rc *receiver) handle(_ context.Context, d awnc.Delivery, body []byte) (*awnc.Answer, error) {
 	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	if rc.a.json {
 		fmt.Fprintln(rc.a.stdout, compactRaw(body))
 	} else {
 		esc := func(s string) string { return escapeControls(s, false) }
 		fmt.Fprintf(rc.a.stdout, "%s  %s  %s  %s  %s\n", esc(d.Timestamp), esc(d.WorldID), esc(d.EventID), esc(d.Event), compactJSON(d.Payload, false))
 	}
-	rc.mu.Unlock()
 	if rc.answer == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return
+		return nil, nil
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(rc.answer)
+	ans := *rc.answer
+	return &ans, nil
 }
 
-// verify returns why a delivery fails its checks, "" when it passes them
-// all: v1 when there is a secret, v1a when there are network keys.
-func (rc *receiver) verify(h http.Header, body []byte) string {
-	if rc.secret != "" {
-		if err := signature.VerifyV1(h, body, rc.secret, 0); err != nil {
-			return "v1: " + reason(err)
-		}
-	}
-	if len(rc.keys) > 0 {
-		var last error
-		for _, k := range rc.keys {
-			if last = signature.VerifyV1a(h, body, k, 0); last == nil {
-				return ""
-			}
-		}
-		return "v1a: " + reason(last)
-	}
-	return ""
-}
-
-// reason is a verification failure in words.
-func reason(err error) string {
-	var ae *apierror.Error
-	if errors.As(err, &ae) && ae.Message != "" {
-		return ae.Message
-	}
-	return err.Error()
-}
-
-func (rc *receiver) refuse(w http.ResponseWriter, r *http.Request, status int, why string) {
+func (rc *receiver) refused(id string, status int, why string) {
 	rc.mu.Lock()
-	fmt.Fprintf(rc.a.stderr, "refused delivery %s: %s (answered %d)\n", escapeControls(clip(r.Header.Get(signature.HeaderID), 80), false), why, status)
+	fmt.Fprintf(rc.a.stderr, "refused delivery %s: %s (answered %d)\n", escapeControls(clip(id, 80), false), why, status)
 	rc.mu.Unlock()
-	http.Error(w, why, status)
 }

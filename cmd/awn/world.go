@@ -3,195 +3,102 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/a2awire/a2awire/shared/auth"
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
-	"github.com/a2awire/a2awire/shared/world"
 )
 
-// worldTimeout bounds one world request. A long poll waits at most
-// pollWait on the server, so this leaves it room.
-const worldTimeout = 30 * time.Second
+// The CLI speaks to the network only through package awn: it validates the
+// command line, calls the package and prints. This file is the seam: the
+// clients it builds and how their errors read on a terminal.
 
-// worldClient talks to the network's /v0/worlds surface. Its answers come in
-// the world envelope, {"ok": true, "data": …} or {"ok": false, "error":
-// {"code", "message"}}, unlike the registry's.
-type worldClient struct {
-	a      *app
-	base   string
-	client *http.Client
-	// pub is the agent's key: nil on a public client.
-	pub ed25519.PublicKey
-}
-
-// world returns a client for the public world routes (GET of a manifest).
-func (a *app) world() (*worldClient, error) {
+// client returns a public client of --url. It never retries on its own: a
+// person at a terminal sees a refusal at once and may run the command again.
+func (a *app) client() (*awnc.Client, error) {
 	base, err := a.base()
 	if err != nil {
 		return nil, err
 	}
-	return &worldClient{a: a, base: base, client: &http.Client{Timeout: worldTimeout}}, nil
+	return awnc.New(base, awnc.WithRetries(0), awnc.WithSleep(a.sleep))
 }
 
-// signedWorld returns a client that signs every request as the registry
-// client does: the agent's key, Signature-Agent naming its key directory
-// entry.
-func (a *app) signedWorld() (*worldClient, error) {
-	r, priv, err := a.signedRegistry()
+// signed returns a client that signs every request with the agent's key,
+// and the identity.
+func (a *app) signed() (*awnc.Client, awnc.Identity, error) {
+	id, err := a.identity()
 	if err != nil {
-		return nil, err
+		return nil, id, err
 	}
-	return &worldClient{a: a, base: r.base, client: &http.Client{Timeout: worldTimeout, Transport: r.client.Transport},
-		pub: priv.Public().(ed25519.PublicKey)}, nil
-}
-
-// publicKey is the agent's key as the world routes take it in a body.
-func (w *worldClient) publicKey() string { return base64.StdEncoding.EncodeToString(w.pub) }
-
-// refusal is a world answer other than 2xx: the envelope's code and message
-// when the server sent one, the HTTP status otherwise. It is not yet
-// reported: the caller decides (events --follow waits out a 429 quietly).
-type refusal struct {
-	Status  int
-	Code    string
-	Message string
-	// RetryAfter is the server's Retry-After, zero when it sent none.
-	RetryAfter time.Duration
-	what       string
-}
-
-// Error reads "CODE: message", the server's words, made safe for a terminal.
-func (e *refusal) Error() string {
-	if e.Code == "" {
-		return escapeControls(e.Message, false)
+	base, err := a.base()
+	if err != nil {
+		return nil, id, err
 	}
-	return escapeControls(e.Code, false) + ": " + escapeControls(e.Message, false)
+	c, err := awnc.New(base, awnc.WithIdentity(id), awnc.WithRetries(0), awnc.WithSleep(a.sleep))
+	return c, id, err
 }
 
-// retryable reports an answer worth waiting out: rate limited or busy.
-func (e *refusal) retryable() bool {
-	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
-}
-
-// call sends one request and returns the envelope's data on a 2xx answer
-// with the status. A non-2xx answer is a *refusal; anything else (no
-// answer, not the envelope) an error naming the request.
-func (w *worldClient) call(ctx context.Context, method, path string, query url.Values, body any) (int, json.RawMessage, error) {
-	u := w.base + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	what := method + " " + path
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%s: encode request: %w", what, err)
+// check turns an error of package awn into the CLI's: a refusal is printed
+// as "error: CODE: message" (exit 1), an answer of the wrong shape named,
+// a usage mistake exits 2.
+func (a *app) check(err error) error {
+	var ref *awnc.Error
+	var shape *awnc.ShapeError
+	var usage *awnc.UsageError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ref):
+		return a.refused(ref)
+	case errors.As(err, &shape):
+		s := *shape
+		s.Body = escapeControls(s.Body, false)
+		return errors.New(s.Error())
+	case errors.As(err, &usage):
+		return usageErrorf("%s", usage.Msg)
+	case awnc.IsUnreachable(err):
+		where := a.baseURL
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			where, err = ue.URL, ue.Err // the URL asked for, and the dial error alone
 		}
-		rd = bytes.NewReader(b)
+		return a.unreachable(where, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s: %w", what, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return 0, nil, err // *url.Error names the method and URL
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s: reading the answer: %w", what, err)
-	}
-	if len(b) > maxResponse {
-		return 0, nil, fmt.Errorf("%s: the answer is larger than %d MiB", what, maxResponse>>20)
-	}
-	var env struct {
-		OK    bool            `json:"ok"`
-		Data  json.RawMessage `json:"data"`
-		Error *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	envErr := json.Unmarshal(b, &env)
-	if resp.StatusCode/100 == 2 {
-		if envErr != nil || !env.OK {
-			return 0, nil, fmt.Errorf("the answer to %s is not the world envelope {\"ok\": true, \"data\": …}: %s", what, escapeControls(clip(string(b), 200), false))
-		}
-		return resp.StatusCode, env.Data, nil
-	}
-	ref := &refusal{Status: resp.StatusCode, what: what, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	if envErr == nil && env.Error != nil && env.Error.Code != "" {
-		ref.Code, ref.Message = env.Error.Code, env.Error.Message
-	} else {
-		// Not the world envelope: API Gateway's own 503/500 say
-		// {"message": …}; anything else is shown clipped.
-		ref.Message = fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-		if s := strings.TrimSpace(string(b)); s != "" {
-			ref.Message += ": " + clip(s, 200)
-		}
-	}
-	return resp.StatusCode, nil, ref
+	return err
 }
 
-// do is call with a refusal reported on stderr as "error: CODE: message",
-// ending the command with exit 1.
-func (w *worldClient) do(ctx context.Context, method, path string, query url.Values, body any) (int, json.RawMessage, error) {
-	status, data, err := w.call(ctx, method, path, query, body)
-	var ref *refusal
-	if errors.As(err, &ref) {
-		return status, nil, w.a.refused(ref)
+// refusalText is ref as a terminal shows it: "CODE: message", made safe.
+func refusalText(ref *awnc.Error) string {
+	if ref.Code == "" {
+		return escapeControls(ref.Message, false)
 	}
-	return status, data, err
+	return escapeControls(ref.Code, false) + ": " + escapeControls(ref.Message, false)
 }
 
 // refused reports ref on stderr and returns the exit-1 error.
-func (a *app) refused(ref *refusal) error {
-	msg := "error: " + ref.Error()
-	if ref.RetryAfter > 0 {
+func (a *app) refused(ref *awnc.Error) error {
+	msg := "error: " + refusalText(ref)
+	if ref.RetryAfter > 0 && ref.Surface == awnc.WorldSurface {
 		msg += fmt.Sprintf(" (retry after %s)", ref.RetryAfter)
 	}
 	fmt.Fprintln(a.stderr, msg)
-	return failed(fmt.Errorf("%s: %w", ref.what, ref))
+	if strings.EqualFold(ref.Code, "key_taken") {
+		// One key, one agent: the rule newcomers meet here.
+		fmt.Fprintln(a.stderr, "awn: this key already registered another agent name (one key registers one agent); "+
+			"for another agent use another identity: awn --as NAME init, then awn --as NAME register …")
+	}
+	return failed(fmt.Errorf("%s %s: %w", ref.Method, ref.Path, ref))
 }
 
-// retryAfter reads a Retry-After header: delay seconds or an HTTP date.
-// Zero when absent or unreadable.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
+// retryAfter reads a Retry-After header (awnc.RetryAfter).
+var retryAfter = awnc.RetryAfter
 
-// decodeData parses a world answer's data into v, naming the request when it
-// is not the documented shape.
+// decodeData parses an answer's JSON into v, naming the request when it is
+// not the documented shape.
 func decodeData(what string, data json.RawMessage, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("the answer to %s is not the documented JSON: %s", what, escapeControls(clip(string(data), 200), false))
@@ -199,32 +106,57 @@ func decodeData(what string, data json.RawMessage, v any) error {
 	return nil
 }
 
-// worldPath is the path of the world id (and of a route under it).
-func worldPath(id string, sub ...string) string {
-	p := "/v0/worlds/" + url.PathEscape(id)
-	for _, s := range sub {
-		p += "/" + s
-	}
-	return p
-}
+// worldPath is the path of the world id (and of a route under it), for
+// messages.
+func worldPath(id string, sub ...string) string { return awnc.WorldPath(id, sub...) }
 
-// checkWorld validates a world name as the server does (world.ValidID), so
-// a typo is a usage error, not a round trip.
+// checkWorld validates a world name as the server does, so a typo is a
+// usage error, not a round trip.
 func checkWorld(id string) error {
-	if !world.ValidID(id) {
+	if !awnc.ValidWorld(id) {
 		return usageErrorf("%s is not a world name: 1 to 63 lowercase letters, digits and '-', not starting with '-'", protocol.Quote(id))
 	}
 	return nil
 }
 
-// checkAgentID validates an awnId as the server does (world.ValidAWNID):
-// "aw:sha256:" and 64 lowercase hex digits, as `awn whoami` and `awn
-// agents` print it.
-func checkAgentID(id string) error {
-	if !world.ValidAWNID(id) {
-		return usageErrorf("%s is not an agent id: %s followed by 64 lowercase hex digits (see 'awn agents <world>')", protocol.Quote(id), auth.AWNIDPrefix)
+// checkAgentID validates how a member is named on the command line, so a
+// typo is a usage error before any request: an awnId as the server checks
+// it ("aw:sha256:" and 64 lowercase hex digits, as `awn whoami` and `awn
+// agents` print it), a slot number, or @ and the registry name `awn
+// agents` shows.
+func checkAgentID(ref string) error {
+	if awnc.ValidAgentID(ref) || isSlot(ref) || (strings.HasPrefix(ref, "@") && isAgentName(ref[1:])) {
+		return nil
 	}
-	return nil
+	return usageErrorf("%s is not an agent id: %s followed by 64 lowercase hex digits, a member's slot (3) or @ and its name (@scout) (see 'awn agents <world>')", protocol.Quote(ref), awnc.AWNIDPrefix)
+}
+
+// isSlot reports whether s is a slot number.
+func isSlot(s string) bool {
+	if s == "" || len(s) > 18 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// member turns a checked agent reference into the awnId: a slot or @name
+// is looked up in the world's agents list (which needs this key to be a
+// member).
+func (a *app) member(ctx context.Context, c *awnc.Client, world, ref string) (string, error) {
+	if awnc.ValidAgentID(ref) {
+		return ref, nil
+	}
+	id, err := c.ResolveMember(ctx, world, ref)
+	if errors.Is(err, awnc.ErrNoSuchMember) {
+		fmt.Fprintf(a.stderr, "error: %v (see 'awn agents %s')\n", err, world)
+		return "", failed(err)
+	}
+	return id, a.check(err)
 }
 
 // compactJSON renders raw on one line for human output, made safe for a

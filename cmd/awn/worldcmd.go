@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/spf13/cobra"
 )
@@ -108,20 +107,19 @@ func (a *app) worldCreate(ctx context.Context, world string, f worldFlags) error
 		seen[name] = true
 		actions = append(actions, action{Name: name, Description: desc})
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	body := map[string]any{"publicKey": w.publicKey(), "actions": actions}
-	for k, v := range map[string]string{"name": f.name, "description": f.description, "category": f.category} {
-		if v != "" {
-			body[k] = v
-		}
+	specs := make([]awnc.ActionSpec, 0, len(actions))
+	for _, act := range actions {
+		specs = append(specs, awnc.ActionSpec{Name: act.Name, Description: act.Description})
 	}
-	status, data, err := w.do(ctx, http.MethodPut, worldPath(world), nil, body)
+	made, err := c.CreateWorld(ctx, world, awnc.WorldSpec{Name: f.name, Description: f.description, Category: f.category, Actions: specs})
 	if err != nil {
-		return err
+		return a.check(err)
 	}
+	data := made.Reply.Raw
 	if a.json {
 		return a.writeJSON(data)
 	}
@@ -130,7 +128,7 @@ func (a *app) worldCreate(ctx context.Context, world string, f worldFlags) error
 		return err
 	}
 	verb := "updated"
-	if status == http.StatusCreated {
+	if made.Reply.Created() {
 		verb = "created"
 	}
 	fmt.Fprintf(a.stdout, "%s world %s\n\n", verb, world)
@@ -141,14 +139,15 @@ func (a *app) worldShow(ctx context.Context, world string) error {
 	if err := checkWorld(world); err != nil {
 		return err
 	}
-	w, err := a.world()
+	c, err := a.client()
 	if err != nil {
 		return err
 	}
-	_, data, err := w.do(ctx, http.MethodGet, worldPath(world), nil, nil)
+	got, err := c.World(ctx, world)
 	if err != nil {
-		return err
+		return a.check(err)
 	}
+	data := got.Reply.Raw
 	if a.json {
 		return a.writeJSON(data)
 	}
@@ -215,23 +214,23 @@ func (a *app) join(ctx context.Context, world, metadata string, withMetadata boo
 	if err := checkWorld(world); err != nil {
 		return err
 	}
-	body := map[string]any{}
+	var meta json.RawMessage
 	if withMetadata {
 		m, err := jsonObject("metadata", metadata)
 		if err != nil {
 			return err
 		}
-		body["metadata"] = m
+		meta = m
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	body["publicKey"] = w.publicKey()
-	status, data, err := w.do(ctx, http.MethodPost, worldPath(world, "join"), nil, body)
+	joined, err := c.Join(ctx, world, meta)
 	if err != nil {
-		return err
+		return a.check(err)
 	}
+	data := joined.Reply.Raw
 	if a.json {
 		return a.writeJSON(data)
 	}
@@ -244,7 +243,7 @@ func (a *app) join(ctx context.Context, world, metadata string, withMetadata boo
 		return err
 	}
 	verb := "already a member of"
-	if status == http.StatusCreated {
+	if joined.Reply.Created() {
 		verb = "joined"
 	}
 	_, err = fmt.Fprintf(a.stdout, "%s %s as %s (slot %d, since %s)\n", verb, world, escapeControls(m.AWNID, false), m.Slot, escapeControls(m.JoinedAt, false))
@@ -262,15 +261,16 @@ func (a *app) leaveCommand() *cobra.Command {
 			if err := checkWorld(world); err != nil {
 				return err
 			}
-			w, err := a.signedWorld()
+			c, _, err := a.signed()
 			if err != nil {
 				return err
 			}
-			_, data, err := w.do(cmd.Context(), http.MethodPost, worldPath(world, "leave"), nil, map[string]any{})
+			left, err := c.Leave(cmd.Context(), world)
 			if err != nil {
-				return err
+				return a.check(err)
 			}
-			if err := a.forgetHandler(world, w.base); err != nil {
+			data := left.Raw
+			if err := a.forgetHandler(world, c.BaseURL()); err != nil {
 				return fmt.Errorf("left %s, but the local state was not written: %w", world, err)
 			}
 			if a.json {
@@ -296,7 +296,7 @@ func (a *app) agents(ctx context.Context, world string) error {
 	if err := checkWorld(world); err != nil {
 		return err
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
@@ -314,19 +314,15 @@ func (a *app) agents(ctx context.Context, world string) error {
 	var all []json.RawMessage
 	cursor := ""
 	for {
-		q := url.Values{"limit": {"100"}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		_, data, err := w.do(ctx, http.MethodGet, worldPath(world, "agents"), q, nil)
+		got, err := c.Agents(ctx, world, 100, cursor)
 		if err != nil {
-			return err
+			return a.check(err)
 		}
 		var page struct {
 			Agents []json.RawMessage `json:"agents"`
 			Cursor *string           `json:"cursor"`
 		}
-		if err := decodeData("GET "+worldPath(world, "agents"), data, &page); err != nil {
+		if err := decodeData("GET "+worldPath(world, "agents"), got.Reply.Raw, &page); err != nil {
 			return err
 		}
 		all = append(all, page.Agents...)
@@ -372,7 +368,7 @@ func (a *app) agents(ctx context.Context, world string) error {
 
 func (a *app) sendCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "send <world> <agent-id> <message>",
+		Use:   "send <world> <agent-id|slot|@name> <message>",
 		Short: "Send a direct message to a member of a world",
 		Long: `send puts a message in the recipient's inbox in the world. A message that is
 valid JSON is sent as that JSON; any other text is sent as a JSON string with
@@ -384,19 +380,6 @@ contentType text/plain.`,
 	}
 }
 
-// messageBody is the body of POST …/messages for the text of a message:
-// JSON as itself, other text as a text/plain JSON string.
-func messageBody(to, message string) map[string]any {
-	body := map[string]any{"to": to}
-	if json.Valid([]byte(message)) {
-		body["content"] = json.RawMessage(message)
-	} else {
-		body["content"] = message
-		body["contentType"] = "text/plain"
-	}
-	return body
-}
-
 func (a *app) send(ctx context.Context, world, to, message string) error {
 	if err := checkWorld(world); err != nil {
 		return err
@@ -404,14 +387,23 @@ func (a *app) send(ctx context.Context, world, to, message string) error {
 	if err := checkAgentID(to); err != nil {
 		return err
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	_, data, err := w.do(ctx, http.MethodPost, worldPath(world, "messages"), nil, messageBody(to, message))
-	if err != nil {
+	if to, err = a.member(ctx, c, world, to); err != nil {
 		return err
 	}
+	var sent awnc.Message
+	if json.Valid([]byte(message)) {
+		sent, err = c.Send(ctx, world, to, json.RawMessage(message), "")
+	} else {
+		sent, err = c.SendText(ctx, world, to, message)
+	}
+	if err != nil {
+		return a.check(err)
+	}
+	data := sent.Reply.Raw
 	if a.json {
 		return a.writeJSON(data)
 	}
@@ -459,30 +451,28 @@ func (a *app) messages(ctx context.Context, world string, f messagesFlags) error
 	if err := checkWorld(world); err != nil {
 		return err
 	}
-	q := url.Values{}
-	if f.peek {
-		q.Set("peek", "true")
-	}
+	q := awnc.MessageQuery{Peek: f.peek}
 	if f.since != "" {
 		if _, err := time.Parse(time.RFC3339Nano, f.since); err != nil {
 			return usageErrorf("--since %s is not an RFC 3339 time such as 2026-01-02T15:04:05Z", protocol.Quote(f.since))
 		}
-		q.Set("since", f.since)
+		q.Since = f.since
 	}
 	if f.limitSet {
 		if f.limit < 1 || f.limit > maxWorldPage {
 			return usageErrorf("--limit must be 1 to %d, got %d", maxWorldPage, f.limit)
 		}
-		q.Set("limit", strconv.Itoa(f.limit))
+		q.Limit = f.limit
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	_, data, err := w.do(ctx, http.MethodGet, worldPath(world, "messages"), q, nil)
+	inbox, err := c.Messages(ctx, world, q)
 	if err != nil {
-		return err
+		return a.check(err)
 	}
+	data := inbox.Reply.Raw
 	if a.json {
 		return a.writeJSON(data)
 	}
@@ -516,7 +506,7 @@ func (a *app) messages(ctx context.Context, world string, f messagesFlags) error
 
 func (a *app) pingCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "ping <world> <agent-id>",
+		Use:   "ping <world> <agent-id|slot|@name>",
 		Short: "Ask whether a member of a world is reachable now",
 		Long: `ping reports whether the member answers a live probe through its webhook
 (with the round trip) or has polled the world's events in the last 30 seconds.`,
@@ -530,14 +520,18 @@ func (a *app) pingCommand() *cobra.Command {
 			if err := checkAgentID(target); err != nil {
 				return err
 			}
-			w, err := a.signedWorld()
+			c, _, err := a.signed()
 			if err != nil {
 				return err
 			}
-			_, data, err := w.do(cmd.Context(), http.MethodPost, worldPath(world, "ping"), nil, map[string]string{"target": target})
-			if err != nil {
+			if target, err = a.member(cmd.Context(), c, world, target); err != nil {
 				return err
 			}
+			pong, err := c.Ping(cmd.Context(), world, target)
+			if err != nil {
+				return a.check(err)
+			}
+			data := pong.Reply.Raw
 			if a.json {
 				return a.writeJSON(data)
 			}
@@ -586,14 +580,15 @@ JSON object (default {}). Members see it as an action.submitted event.`,
 					return err
 				}
 			}
-			w, err := a.signedWorld()
+			c, _, err := a.signed()
 			if err != nil {
 				return err
 			}
-			_, data, err := w.do(cmd.Context(), http.MethodPost, worldPath(world, "actions"), nil, map[string]any{"action": action, "params": p})
+			_, acted, err := c.Act(cmd.Context(), world, action, p)
 			if err != nil {
-				return err
+				return a.check(err)
 			}
+			data := acted.Raw
 			if a.json {
 				return a.writeJSON(data)
 			}

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"text/tabwriter"
 
+	awnc "github.com/a2awire/a2awire/shared/awn"
 	"github.com/spf13/cobra"
 )
 
@@ -65,23 +63,15 @@ func (a *app) worlds(ctx context.Context, f worldsFlags) error {
 	if f.limit < 0 || f.limit > 100 {
 		return usageErrorf("--limit must be between 1 and 100")
 	}
-	w, err := a.world()
+	c, err := a.client()
 	if err != nil {
 		return err
 	}
-	q := url.Values{}
-	for k, v := range map[string]string{"category": f.category, "q": f.query, "sort": f.sort, "status": f.status, "cursor": f.cursor} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	if f.limit > 0 {
-		q.Set("limit", strconv.Itoa(f.limit))
-	}
-	_, data, err := w.do(ctx, http.MethodGet, "/v0/worlds", q, nil)
+	got, err := c.Worlds(ctx, awnc.WorldFilter{Category: f.category, Query: f.query, Sort: f.sort, Status: f.status, Limit: f.limit, Cursor: f.cursor})
 	if err != nil {
-		return err
+		return a.check(err)
 	}
+	data := got.Reply.Raw
 	if a.json {
 		return a.writeJSON(data)
 	}
@@ -121,7 +111,7 @@ func (a *app) worldOwnerCommands() []*cobra.Command {
 			Example: "  awn world " + verb + " arena",
 			Args:    cobra.ExactArgs(1),
 			RunE: wrap(func(cmd *cobra.Command, args []string) error {
-				return a.worldOwner(cmd.Context(), args[0], http.MethodPost, worldPath(args[0], verb), verb)
+				return a.worldOwner(cmd.Context(), args[0], verb)
 			}),
 		}
 	}
@@ -137,24 +127,39 @@ that is done.`,
 			Example: "  awn world delete arena",
 			Args:    cobra.ExactArgs(1),
 			RunE: wrap(func(cmd *cobra.Command, args []string) error {
-				return a.worldOwner(cmd.Context(), args[0], http.MethodDelete, worldPath(args[0]), "delete")
+				return a.worldOwner(cmd.Context(), args[0], "delete")
 			}),
 		},
 	}
 }
 
-func (a *app) worldOwner(ctx context.Context, world, method, path, verb string) error {
+func (a *app) worldOwner(ctx context.Context, world, verb string) error {
 	if err := checkWorld(world); err != nil {
 		return err
 	}
-	w, err := a.signedWorld()
+	c, _, err := a.signed()
 	if err != nil {
 		return err
 	}
-	_, data, err := w.do(ctx, method, path, nil, nil)
-	if err != nil {
-		return err
+	var rep awnc.Reply
+	method, path := "POST", worldPath(world, verb)
+	switch verb {
+	case "close":
+		var m awnc.Manifest
+		m, err = c.CloseWorld(ctx, world)
+		rep = m.Reply
+	case "reopen":
+		var m awnc.Manifest
+		m, err = c.ReopenWorld(ctx, world)
+		rep = m.Reply
+	default:
+		method, path = "DELETE", worldPath(world)
+		rep, err = c.DeleteWorld(ctx, world)
 	}
+	if err != nil {
+		return a.check(err)
+	}
+	data := rep.Raw
 	if a.json {
 		return a.writeJSON(data)
 	}
