@@ -25,9 +25,14 @@ type Reader struct {
 	sc *bufio.Scanner
 	// Retry is the last retry hint the stream gave (0: none).
 	Retry time.Duration
-	// LastID is the id of the last event that carried one: where to
-	// resume (Last-Event-ID).
+	// LastID is the id of the last event that carried one, set when the
+	// event is dispatched (its blank line), as EventSource's last event
+	// ID string is: where to resume (Last-Event-ID). A stream cut within
+	// an event leaves it at the event before, so that event is sent again.
 	LastID string
+	// idBuf is the standard's last event ID buffer: the id read, not yet
+	// dispatched.
+	idBuf string
 	// Comments counts the comment lines read (heartbeats).
 	Comments int
 }
@@ -54,6 +59,7 @@ func (r *Reader) Next() (Event, error) {
 	for r.sc.Scan() {
 		line := r.sc.Text()
 		if line == "" {
+			r.LastID = r.idBuf
 			if data == nil {
 				// A block without data dispatches nothing (an id alone
 				// still moved LastID).
@@ -75,7 +81,7 @@ func (r *Reader) Next() (Event, error) {
 		case "id":
 			if !strings.ContainsRune(value, 0) {
 				ev.ID = value
-				r.LastID = value
+				r.idBuf = value
 			}
 		case "event":
 			ev.Type = value

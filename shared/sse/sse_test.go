@@ -65,7 +65,8 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // TestReaderCutMidEvent: a stream cut within an event is
-// io.ErrUnexpectedEOF, and the event is not returned.
+// io.ErrUnexpectedEOF, the event is not returned, and LastID still names
+// the event before it — resuming from the cut event's id would lose it.
 func TestReaderCutMidEvent(t *testing.T) {
 	r := sse.NewReader(strings.NewReader("id: 1\ndata: a\n\nid: 2\ndata: b"), 0)
 	if ev, err := r.Next(); err != nil || ev.ID != "1" {
@@ -73,6 +74,24 @@ func TestReaderCutMidEvent(t *testing.T) {
 	}
 	if ev, err := r.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("%+v %v, want ErrUnexpectedEOF", ev, err)
+	}
+	if r.LastID != "1" {
+		t.Errorf("after a cut within event 2, LastID %q, want 1 (the last event dispatched)", r.LastID)
+	}
+}
+
+// TestReaderIDOnlyBlockMovesLastID: a block with an id and no data
+// dispatches nothing but moves the resume point, as EventSource's.
+func TestReaderIDOnlyBlockMovesLastID(t *testing.T) {
+	r := sse.NewReader(strings.NewReader("id: 1\ndata: a\n\nid: 7\n\n"), 0)
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("%v, want EOF", err)
+	}
+	if r.LastID != "7" {
+		t.Errorf("LastID %q, want 7", r.LastID)
 	}
 }
 
