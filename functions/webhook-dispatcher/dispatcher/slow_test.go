@@ -26,9 +26,12 @@ import (
 // reads it), the delivery queue, the deliverer's queue trigger with the
 // route table's settings — every one of 10 events reaches the fast
 // endpoint before the first hanging attempt has ended: no delivery to it
-// waits behind them. The claim is causal, so it holds on a machine of any
-// speed: a delivery queued behind a hanging attempt could not arrive
-// before that attempt's end. The commit → delivery latencies are logged;
+// waits behind them. The check is causal rather than a latency bound: a
+// delivery queued behind a hanging attempt could not arrive before that
+// attempt's end. Events come every 200 ms for 2 s, so the last one has
+// about 3 s to arrive (a machine too loaded to carry an event through the
+// pipeline in that time fails it; make test's load leaves it well within,
+// at 0.7–1.9 s). The commit → delivery latencies are logged;
 // their quiet-machine p99s (within the 1 s the scale docs give) are in
 // docs/scale.md. Bolt is left out: its feed is memory's path with fsyncs,
 // and the claim is about the stream.
@@ -121,7 +124,7 @@ func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 				t.Fatal("the warm-up event never reached the fast endpoint")
 			}
 
-			every, n := 100*time.Millisecond, 10
+			every, n := 200*time.Millisecond, 10
 			committed, seen := map[string]time.Time{}, map[string]bool{warm.ID: true}
 			for range n {
 				e, at := put()
