@@ -102,7 +102,7 @@ const (
 	sweepPage = 100
 
 	// TypePresenceDue is the type attribute of presence due items.
-	TypePresenceDue = "presencedue"
+	TypePresenceDue   = "presencedue"
 	presenceDuePrefix = "PRESENCE#"
 	presenceDuePK     = "PRESDUE#"
 	attrDue           = "due"
