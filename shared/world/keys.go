@@ -14,6 +14,7 @@
 //	member           WORLD#<world>          MEMBER#<awnId>     member
 //	member key       WORLD#<world>          MKEY#<keyid>       memberkey
 //	roster           WORLD#<world>          ROSTER#<awnId>     roster    (purge.go)
+//	presence due     WORLD#<world>          PRESENCE#<awnId>   presencedue (in gsi1: presence_sweep.go)
 //	webhook          WORLD#<world>          WEBHOOK#<awnId>    webhook   (package webhook)
 //	shared event     EVENTS#<world>         <eventId>          event
 //	private event    EVENTS#<world>#<awnId> <eventId>          event
