@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/a2awire/a2awire/functions/presence-sweep/sweep"
+	"github.com/a2awire/a2awire/shared/function"
+	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
@@ -29,9 +31,10 @@ func key(n byte) ed25519.PublicKey {
 }
 
 // TestScheduledRunAnnouncesLapses: the route table runs the sweep every
-// minute; an invocation with the schedule's event announces the member
-// whose poll lapsed (presence.changed offline), and a run that cannot
-// read the schedule fails the invocation.
+// minute; an invocation of the built function with the schedule's event
+// announces, on the env's clock, the member whose poll lapsed
+// (presence.changed offline), and a run that cannot read the schedule
+// fails the invocation.
 func TestScheduledRunAnnouncesLapses(t *testing.T) {
 	cfg := routes.Config(sweep.Function)
 	if len(cfg.Triggers) != 1 || cfg.Triggers[0].Kind != routes.ScheduleTrigger || cfg.Triggers[0].Schedule != "rate(1 minute)" {
@@ -54,8 +57,25 @@ func TestScheduledRunAnnouncesLapses(t *testing.T) {
 	if err := s.MarkPolled(ctx, "lobby", m.AWNID); err != nil {
 		t.Fatal(err)
 	}
+	clockNS.Add(int64(10 * time.Second))
+	// The builder, as the harness mounts it, on the harness's clock.
+	h, err := sweep.Build(function.Env{Name: sweep.Function, Log: logging.Discard(), Store: st, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, ok := h.(sweep.Handler)
+	if !ok {
+		t.Fatalf("the builder made a %T", h)
+	}
+	if err := run(ctx, events.EventBridgeEvent{DetailType: "Scheduled Event"}); err != nil {
+		t.Fatal(err)
+	}
+	// 10 s after its poll on the env's clock (days after it on the real
+	// one), the member is still online.
+	if got, err := s.Member(ctx, "lobby", m.AWNID); err != nil || got.Announced != world.PresenceOnline {
+		t.Fatalf("10 s after its poll: announced %q (%v), want online", got.Announced, err)
+	}
 	clockNS.Add(int64(time.Minute))
-	run := sweep.New(s, nil)
 	if err := run(ctx, events.EventBridgeEvent{DetailType: "Scheduled Event"}); err != nil {
 		t.Fatal(err)
 	}
