@@ -243,7 +243,9 @@ func (s *Service) sweepPage(ctx context.Context, items []store.Item, now time.Ti
 func (s *Service) sweepOne(ctx context.Context, due store.Item, now time.Time) (sweepOutcome, error) {
 	world, awnID := due.Str(attrWorld), due.Str(attrAWNID)
 	dueKey := PresenceDueKey(world, awnID)
-	held := store.Eq(store.AttrGSI1SK, store.S(due.Str(store.AttrGSI1SK)))
+	// The item as read: a membership joined again since writes a new one,
+	// which this run's decision about the old one must leave alone.
+	held := unchanged(due, store.AttrGSI1SK, attrJoinedAt)
 	if due.Key() != dueKey || !validMember(world, awnID) {
 		return 0, internal(fmt.Errorf("world: item %s is not a presence due item", due.Key()))
 	}
@@ -302,9 +304,14 @@ func (s *Service) sweepOne(ctx context.Context, due store.Item, now time.Time) (
 		hookAsRead = store.Check(WebhookKey(world, awnID), store.And(store.ItemExists(),
 			unchanged(hit, hookAttrEnabled, hookAttrLastSuccessAt, hookAttrLastErrorAt)))
 	}
+	// since: when its poll (or stream lease) ended, as a poll after the
+	// silence would say.
 	var since time.Time
 	if !m.RegistryOffline {
-		since = lapseAt(m)
+		if !m.LastPollAt.IsZero() {
+			since = m.LastPollAt.Add(ReachableWithin)
+		}
+		since = later(since, m.StreamUntil)
 	}
 	ok, err := s.announceWith(ctx, m, PresenceOffline, since, memberAsRead, nil, hookAsRead)
 	if err != nil {
@@ -316,7 +323,7 @@ func (s *Service) sweepOne(ctx context.Context, due store.Item, now time.Time) (
 	return sweptOffline, nil
 }
 
-// unchanged is the condition that it's attrs still hold the values read
+// unchanged is the condition that the attrs of it still hold the values read
 // (absent ones still absent).
 func unchanged(it store.Item, attrs ...string) store.Cond {
 	cs := make([]store.Cond, 0, len(attrs))

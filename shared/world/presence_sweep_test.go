@@ -87,7 +87,7 @@ func TestPresenceSweep(t *testing.T) {
 		if rep, want := sweep(t, s), (world.SweepReport{Due: 4, Offline: 1, Moved: 2, Dropped: 1}); rep != want {
 			t.Fatalf("sweep at t0+31s: %+v, want %+v", rep, want)
 		}
-		lapsed := t0.Add(30*time.Second + time.Millisecond).Format(time.RFC3339Nano)
+		lapsed := t0.Add(30 * time.Second).Format(time.RFC3339Nano)
 		if got, want := fmt.Sprint(presenceOf(t, s, "lobby", obs.AWNID, b.AWNID)), fmt.Sprint([]string{"online@", "offline@" + lapsed}); got != want {
 			t.Fatalf("b: %s, want %s", got, want)
 		}
@@ -111,7 +111,7 @@ func TestPresenceSweep(t *testing.T) {
 		if err := s.MarkPolled(ctx, "lobby", a.AWNID); err != nil {
 			t.Fatal(err)
 		}
-		lapsedA := t0.Add(50*time.Second + time.Millisecond).Format(time.RFC3339Nano)
+		lapsedA := t0.Add(50 * time.Second).Format(time.RFC3339Nano)
 		if got, want := fmt.Sprint(presenceOf(t, s, "lobby", obs.AWNID, a.AWNID)), fmt.Sprint([]string{"online@", "offline@" + lapsedA, "online@"}); got != want {
 			t.Fatalf("a: %s, want %s (the poll after the sweep announces only online)", got, want)
 		}
