@@ -56,8 +56,9 @@ func (s *Service) Follow(ctx context.Context, world, awnID, after string) (*Foll
 // oldest first, and moves the cursor past them (and past events it may not
 // see, never past one it may). Read after Read sees every visible event
 // exactly once, in id order, as polls passing their cursor do. A full page
-// (MaxEventLimit events) means more may be waiting. Cost: 1 GetItem (the
-// head), then, only when the head has moved past the cursor, 2 Queries.
+// (MaxEventLimit events) means more may be waiting. The first Read
+// returns the page Follow read, with no call. Cost: 1 GetItem (the head),
+// then, only when the head has moved past the cursor, 2 Queries.
 func (f *Follower) Read(ctx context.Context) ([]Event, error) {
 	if f.unread {
 		evs := f.first
