@@ -8,6 +8,7 @@ import (
 	"github.com/a2awire/a2awire/functions/fixture-messy/messy"
 	"github.com/a2awire/a2awire/functions/fixture-punctual/punctual"
 	"github.com/a2awire/a2awire/functions/fixture-translator/translator"
+	"github.com/a2awire/a2awire/functions/presence-sweep/sweep"
 	"github.com/a2awire/a2awire/functions/registry/registryapi"
 	"github.com/a2awire/a2awire/functions/webhook-deadletter/deadletter"
 	"github.com/a2awire/a2awire/functions/webhook-deliver/deliverer"
@@ -37,6 +38,7 @@ func builders() map[string]function.Builder {
 		"fixture-punctual":     punctual.Build,
 		"fixture-translator":   translator.Build,
 		"openapi":              openapi.Build,
+		"presence-sweep":       sweep.Build,
 		"registry":             registryapi.Build,
 		"registry-seed":        seed.Build,
 		"webhook-deadletter":   deadletter.Build,

@@ -566,6 +566,13 @@ var functions = []Function{
 		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
 		Sends:    []string{DeliveryQueue},
 		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
+
+	// The presence sweep: every minute (EventBridge's finest rate) it
+	// announces presence.changed offline for the members whose poll or
+	// stream lapsed since, reading only their due items (gsi1), never the
+	// members (shared/world, presence_sweep.go).
+	{Name: "presence-sweep", Builder: "functions/presence-sweep/sweep.Build", MemoryMB: 256, TimeoutSeconds: 29, Table: ReadWrite,
+		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
 }
 
 // DefaultFunction returns the settings of a function named name that has no

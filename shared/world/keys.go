@@ -14,6 +14,7 @@
 //	member           WORLD#<world>          MEMBER#<awnId>     member
 //	member key       WORLD#<world>          MKEY#<keyid>       memberkey
 //	roster           WORLD#<world>          ROSTER#<awnId>     roster    (purge.go)
+//	presence due     WORLD#<world>          PRESENCE#<awnId>   presencedue (in gsi1: presence_sweep.go)
 //	webhook          WORLD#<world>          WEBHOOK#<awnId>    webhook   (package webhook)
 //	shared event     EVENTS#<world>         <eventId>          event
 //	private event    EVENTS#<world>#<awnId> <eventId>          event
@@ -109,6 +110,22 @@
 // head is there already (after that the write in doubt can never commit),
 // then reads the event back — and writes again when it was not applied.
 // A join or leave whose outcome stays unknown changes nothing more.
+//
+// # Presence
+//
+// One rule (presence.go): a member is online while it holds a stream
+// open, polled within ReachableWithin, or its webhook answered last;
+// registryOffline overrides it. Every change is announced once by
+// presence.changed, committed with the write that makes it, conditioned
+// on the presence it replaces. A lapse no write makes (a poll or stream
+// that stops) is announced by SweepPresence (presence_sweep.go, function
+// presence-sweep, every minute) from a due item per online member in gsi1
+// (PRESDUE#<0..3>, by due time), never a scan. Costs: an announcement
+// online or offline is one commit of the event with the member update
+// and the due item's Put or Delete (one more transactional item, 2 write
+// units); a sweep run with nothing due is 4 Queries; per online member
+// and minute 1 GetItem and 1 UpdateItem (3 write units with its index
+// entry); per lapse 2 GetItems and the event's commit.
 //
 // # Errors
 //

@@ -610,11 +610,13 @@ func (s *Service) markPolled(ctx context.Context, world, awnID string) (Member, 
 			return Member{}, apierror.FromStore("read webhook", err)
 		}
 		if PresenceOf(before, h, now) == PresenceOffline {
-			if ok, err := s.announce(ctx, before, PresenceOffline, before.LastPollAt.Add(ReachableWithin), nil); err != nil {
+			if _, err := s.announce(ctx, before, PresenceOffline, before.LastPollAt.Add(ReachableWithin), nil); err != nil {
 				return Member{}, err
-			} else if ok {
-				before.Announced = PresenceOffline
 			}
+			// Announced offline now, by this poll or by a racing
+			// writer (the presence sweep): either way this poll
+			// announces online next.
+			before.Announced = PresenceOffline
 		}
 	}
 	after := before

@@ -28,22 +28,22 @@ import (
 //
 // The member item holds presence, the presence last announced in the
 // world (absent: offline, as a new member is). A change is announced by the
-// write that makes it, with no background scanner: a poll after a
-// silence (MarkPolled: its update is conditioned on the member being
-// announced online and polled recently, so a steady poller pays nothing
-// more; the condition failing is the signal), a registry presence change
-// (SetRegistryPresence), a ping's probe of a webhook (RecordProbe). Each
-// commits presence.changed with an update of presence conditioned on the
-// value it read, so of racing writers one announces a change.
+// write that makes it: a poll after a silence (MarkPolled: its update is
+// conditioned on the member being announced online and polled recently,
+// so a steady poller pays nothing more; the condition failing is the
+// signal), a registry presence change (SetRegistryPresence), a ping's
+// probe of a webhook (RecordProbe), a delivery's outcome (SettlePresence).
+// Each commits presence.changed with an update of presence conditioned on
+// the value it read, so of racing writers one announces a change.
 //
-// Going stale needs no write: 30 s without a poll passes silently. The
-// lists and ping always compute presence from the rule, so they show it at
-// once; the announcement comes when the silence is next observed — the
-// member's next poll announces offline (data.since: when its last poll went
-// stale) and then online, a ping of it announces offline. A member that
-// stops polling and is never pinged again is shown offline everywhere but
-// its offline is announced only then. A scheduled sweep would announce it
-// on time at the price of a scan of every member every few seconds.
+// Going stale is a change no write makes: 30 s without a poll pass
+// silently. The lists and ping compute presence from the rule, so they
+// show it at once; the announcement comes from the presence sweep
+// (presence_sweep.go), a scheduled function that reads, per run, only the
+// members whose presence may have lapsed by then (a due item per member
+// announced online, in gsi1 by due time), and announces offline within a
+// run's period (one minute) of the lapse — or from the member's next poll
+// if that comes first (data.since: when its last poll went stale).
 
 // Attributes of presence on the member item.
 const (
@@ -150,6 +150,15 @@ type presenceData struct {
 // membership), plus set. It reports whether it announced: false when a
 // racing writer changed presence first (or the member left).
 func (s *Service) announce(ctx context.Context, m Member, presence string, since time.Time, set func(store.Action) store.Action) (bool, error) {
+	return s.announceWith(ctx, m, presence, since, nil, set)
+}
+
+// announceWith is announce with a further condition on the member item
+// and further actions in the same transaction (the sweep's: the rule's
+// inputs as it read them). The same transaction schedules the presence
+// sweep's look at an online member (its due item, ReachableWithin on) or
+// deletes that item when it goes offline.
+func (s *Service) announceWith(ctx context.Context, m Member, presence string, since time.Time, also store.Cond, set func(store.Action) store.Action, extra ...store.Action) (bool, error) {
 	now := s.now().UTC()
 	d := presenceData{AWNID: m.AWNID, Presence: presence}
 	if !since.IsZero() && since.Before(now) {
@@ -165,11 +174,20 @@ func (s *Service) announce(ctx context.Context, m Member, presence string, since
 	} else {
 		cond = store.And(cond, store.Or(store.NotExists(attrPresence), store.Eq(attrPresence, store.S(PresenceOffline))))
 	}
+	if also != nil {
+		cond = store.And(cond, also)
+	}
 	up := store.Update(MemberKey(m.World, m.AWNID)).SetAttr(attrPresence, store.S(presence)).When(cond)
 	if set != nil {
 		up = set(up)
 	}
-	_, err = s.log.Commit(ctx, ev, up)
+	acts := append([]store.Action{up}, extra...)
+	if presence == PresenceOnline {
+		acts = append(acts, duePut(m, now.Add(ReachableWithin+time.Millisecond)))
+	} else {
+		acts = append(acts, store.Delete(PresenceDueKey(m.World, m.AWNID)))
+	}
+	_, err = s.log.Commit(ctx, ev, acts...)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return false, nil
 	}

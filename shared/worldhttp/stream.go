@@ -19,12 +19,19 @@ import (
 
 // Timings of an event stream.
 const (
-	// StreamPoll is how often an open stream reads the event head: one
-	// strongly consistent GetItem (1 read unit) each time, 4 a second,
-	// plus 2 Queries only when the head has moved. It bounds how late an
-	// event reaches a reader (within StreamPoll of its commit, plus a
-	// read).
+	// StreamPoll is how often an idle stream (its last read found no
+	// event) reads the event head: one strongly consistent GetItem (1
+	// read unit) each time, 4 a second, plus 2 Queries only when the head
+	// has moved. It bounds how late the first event after a quiet spell
+	// reaches a reader: within StreamPoll of its commit, plus a read.
 	StreamPoll = world.PollInterval
+	// StreamFlowPoll is the pause after a read that found events: the
+	// next read comes this soon, so a reader following a busy world is
+	// one read behind it rather than StreamPoll behind. Each such read is
+	// paid for by the events the one before delivered (at most 1 GetItem
+	// and 2 Queries per page of events, plus one empty read when the flow
+	// stops), so it adds no cost to a quiet stream.
+	StreamFlowPoll = 50 * time.Millisecond
 	// StreamHeartbeat is the comment a stream writes every 15 s, so that
 	// no intermediary takes a quiet stream for a dead one.
 	StreamHeartbeat = 15 * time.Second
@@ -57,6 +64,7 @@ type StreamOptions struct {
 	// less StreamEndMargin, or for ever without one.
 	MaxDuration time.Duration
 	Poll        time.Duration
+	FlowPoll    time.Duration
 	Heartbeat   time.Duration
 	Refresh     time.Duration
 }
@@ -106,6 +114,7 @@ func NewEventStream(o Options, follower EventFollower, so StreamOptions) (http.H
 		so.Clock = realClock{}
 	}
 	so.Poll = cmp(so.Poll, StreamPoll)
+	so.FlowPoll = cmp(so.FlowPoll, min(StreamFlowPoll, so.Poll))
 	so.Heartbeat = cmp(so.Heartbeat, StreamHeartbeat)
 	so.Refresh = cmp(so.Refresh, StreamRefresh)
 	log := o.logger()
@@ -214,7 +223,13 @@ func (s *stream) run(ctx context.Context, w http.ResponseWriter) error {
 			}
 			nextRefresh = now.Add(s.so.Refresh)
 		}
+		// Events came: more are likely on their way (a burst, a
+		// conversation), so the next read comes sooner. A read that
+		// finds nothing goes back to the idle pace.
 		wait := s.so.Poll
+		if len(evs) > 0 {
+			wait = s.so.FlowPoll
+		}
 		for _, t := range []time.Time{nextBeat, nextRefresh, end} {
 			if !t.IsZero() {
 				wait = min(wait, max(t.Sub(now), 0))
