@@ -230,7 +230,15 @@ func (s *Service) refreshListing(ctx context.Context, world string) {
 	}
 	var ups []store.Action
 	for _, l := range slotsOf(m) {
-		up := store.Update(l.key(world)).SetAttr(attrMembers, store.N(m.Members)).SetAttr(attrListVer, store.N(ver))
+		cat := ""
+		if l.category {
+			cat = m.Category
+		}
+		// The partition too, though it never changes while the world
+		// exists: a listing item written before the listings were sharded
+		// moves to its shard with the world's next join or leave.
+		up := store.Update(l.key(world)).SetAttr(attrMembers, store.N(m.Members)).SetAttr(attrListVer, store.N(ver)).
+			SetAttr(store.AttrGSI1PK, store.S(listingPK(l.sort, cat, listingShard(world))))
 		if l.sort == sortKeyMem {
 			up = up.SetAttr(store.AttrGSI1SK, store.S(listingSK(sortKeyMem, m.Members, m.CreatedAt, world)))
 		}
