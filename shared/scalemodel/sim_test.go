@@ -310,7 +310,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 			}
 			t.Logf("%d other keys, %.0f units in all", len(others), left)
 			for _, l := range sim.w.Loads() {
-				t.Logf("at %.0f/s: %-26s %8.1f units/s a partition, %.2f× a partition's %d", sim.w.Rate, l.Key, l.Units, l.Over, scalemodel.PartitionWriteUnits)
+				t.Logf("at %.0f/s: %-26s %8.1f units/s a partition, %.3g× a partition's %d", sim.w.Rate, l.Key, l.Units, l.Over, scalemodel.PartitionWriteUnits)
 			}
 		})
 	}
