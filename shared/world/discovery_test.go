@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/store/storetest/stores"
@@ -283,5 +284,45 @@ func TestDiscoverSpentQueriesContinue(t *testing.T) {
 	}
 	if pages < 2 {
 		t.Fatalf("%d page(s): the Queries were never spent", pages)
+	}
+}
+
+// TestListingFromBeforeTheShardsMoves: a world whose listing items are in
+// the unsharded partitions (written before the listings were sharded) is
+// missing from the listing until its next join, which moves them to its
+// shard.
+func TestListingFromBeforeTheShardsMoves(t *testing.T) {
+	st := memory.New()
+	c := &clock{now: t0}
+	s := world.New(st, world.WithClock(c.Now), world.WithIDs(testIDs))
+	ctx := context.Background()
+	if _, _, err := s.PutWorld(ctx, world.Manifest{ID: "old", Category: "games"}, key(0)); err != nil {
+		t.Fatal(err)
+	}
+	for sk, pk := range map[string]string{"LIST#new#all": "WORLDS#new#*", "LIST#new#cat": "WORLDS#new#c:games",
+		"LIST#mem#all": "WORLDS#mem#*", "LIST#mem#cat": "WORLDS#mem#c:games"} {
+		if _, err := st.Write(ctx, store.Update(store.Key{PK: world.WorldPK("old"), SK: sk}).SetAttr(store.AttrGSI1PK, store.S(pk))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := func() int {
+		n := 0
+		for _, f := range []world.Filter{{}, {Sort: world.SortNewest}, {Category: "games"}, {Sort: world.SortNewest, Category: "games"}} {
+			l, err := s.Discover(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(l.Worlds)
+		}
+		return n
+	}
+	if n := listed(); n != 0 {
+		t.Fatalf("listed %d times from the unsharded partitions", n)
+	}
+	if _, _, err := s.Join(ctx, "old", key(1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := listed(); n != 4 {
+		t.Fatalf("listed in %d of the 4 listings after a join, want all", n)
 	}
 }
