@@ -59,8 +59,9 @@
 // and outcome updates are conditioned on the webhook's generation, so none
 // recreates a deleted item or counts toward a newer webhook. A leave
 // leaves the counters item behind (the world's membership code does not
-// know it); the agent's next Set replaces it, and nothing reads it
-// without a webhook item. The dispatcher still reads the member item before each
+// know it); the agent's next Set replaces it, nothing reads it without a
+// webhook item, and the world's deletion removes it (the world-deleter
+// names its partition with the agent's retries and dead letters). The dispatcher still reads the member item before each
 // attempt (one GetItem): a webhook item written before this rule held, or
 // by hand, reaches no one who is not a member. A retry carries the
 // generation of the webhook it was scheduled for, a random value each Set
