@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -426,6 +427,12 @@ func (s *Service) Discover(ctx context.Context, f Filter) (Listing, error) {
 	out := Listing{Worlds: []Summary{}}
 	var last string // sort key of the last item examined
 	for {
+		if len(out.Worlds) == f.Limit && slices.ContainsFunc(shards, func(r listingReader) bool { return len(r.items) > 0 }) {
+			// A world beyond the page exists, whichever it is: no Query
+			// more to find the greatest.
+			out.Cursor = encodeListingCursor(f, last)
+			return out, nil
+		}
 		// Every shard with items left shows its next one before the
 		// merge picks, so the pick is the greatest sort key of all.
 		for n := range shards {
