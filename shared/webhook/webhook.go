@@ -61,9 +61,12 @@
 // leaves the counters item behind (the world's membership code does not
 // know it); the agent's next Set replaces it, nothing reads it without a
 // webhook item, and the world's deletion removes it (the world-deleter
-// names its partition with the agent's retries and dead letters). The dispatcher still reads the member item before each
-// attempt (one GetItem): a webhook item written before this rule held, or
-// by hand, reaches no one who is not a member. A retry carries the
+// names its partition with the agent's retries and dead letters). A
+// webhook set before the counters had an item of their own has none: it
+// shows zeros and counts nothing until it is set again. The dispatcher
+// still reads the member item before each attempt (one GetItem): a
+// webhook item written before this rule held, or by hand, reaches no one
+// who is not a member. A retry carries the
 // generation of the webhook it was scheduled for, a random value each Set
 // draws: a retry whose webhook was removed, or replaced (a DELETE and a PUT,
 // a leave and a rejoin), is dropped when it comes due, so it never reaches
