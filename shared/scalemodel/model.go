@@ -7,7 +7,10 @@
 // PutItem, UpdateItem or DeleteItem is 1 write unit on its key; every
 // action of a TransactWriteItems, a ConditionCheck included, is 2. A key is
 // a partition key of the table (or of gsi1, prefixed "gsi1:"), with the
-// variable parts named (<world>, <to>), as docs/storage.md names them.
+// variable parts named (<world>, <to>, <awnId>, <n> for a write shard), as
+// docs/storage.md names them. A key pattern whose operations spread over
+// many partitions (a shard each, a webhook each) has a Spread: its load
+// per partition is its units times the rate over the spread.
 package scalemodel
 
 import "sort"
@@ -24,9 +27,14 @@ type Workload struct {
 	Rate float64
 	// Units is write units per operation on each key.
 	Units map[string]float64
+	// Spread is, for a key pattern of Units, how many partitions its
+	// operations spread over evenly (write shards, one key per webhook);
+	// absent means 1.
+	Spread map[string]float64
 }
 
-// KeyLoad is the write units per second a workload puts on one key.
+// KeyLoad is the write units per second a workload puts on one key (on
+// each of its partitions, for a key with a Spread).
 type KeyLoad struct {
 	Key   string
 	Units float64
@@ -38,7 +46,8 @@ type KeyLoad struct {
 func (w Workload) Loads() []KeyLoad {
 	var ls []KeyLoad
 	for k, u := range w.Units {
-		ls = append(ls, KeyLoad{Key: k, Units: u * w.Rate, Over: u * w.Rate / PartitionWriteUnits})
+		per := u * w.Rate / max(1, w.Spread[k])
+		ls = append(ls, KeyLoad{Key: k, Units: per, Over: per / PartitionWriteUnits})
 	}
 	sort.Slice(ls, func(i, j int) bool {
 		if ls[i].Units != ls[j].Units {
@@ -81,22 +90,38 @@ func InboxMessages() Workload {
 // FanOut is one public event delivered to 10,000 webhooks, taken at
 // the rate the deliverer reaches (row 7b measured about 1,000 a second
 // on 2 cores; in AWS up to 100 invocations × 10 deliveries at once):
-// each delivery updates its webhook's counters (an UpdateItem on the
-// world's partition); the event itself is written once.
+// each delivery updates its webhook's counters, an UpdateItem on the
+// webhook's own counters key, so the 10,000 deliveries spread over 10,000
+// partitions; the event itself is written once. The world's partition
+// (the webhook item) is written only by an outcome that changes whether
+// the webhook answered, not in the steady state modelled here (a webhook
+// answering its first delivery is one such write, once).
 func FanOut() Workload {
-	return Workload{Name: "one public event to 10,000 webhooks, 1,000 deliveries/s", Rate: 1000, Units: map[string]float64{
-		"WORLD#<world>": 1,
-	}}
+	return Workload{Name: "one public event to 10,000 webhooks, 1,000 deliveries/s", Rate: 1000,
+		Units:  map[string]float64{"WHSTATS#<world>#<awnId>": 1},
+		Spread: map[string]float64{"WHSTATS#<world>#<awnId>": 10000},
+	}
 }
+
+// ListingShards is the write shards of each world listing (world's
+// ListingShards; a test keeps the two equal).
+const ListingShards = 4
 
 // RegistryJoins is a 100,000-world registry in which each world sees
 // a join or a leave every 100 s (1,000 a second in all): each changes
 // the world's member count on its listing items, and the
 // members-ordered listing's gsi1 sort key with it (a delete and a put
-// in the index), in gsi1 partitions every world shares.
+// in the index), in gsi1 partitions every world shares — written across
+// ListingShards partitions each, by a hash of the world id.
 func RegistryJoins() Workload {
-	return Workload{Name: "100,000 worlds, a join or leave per world every 100 s", Rate: 1000, Units: map[string]float64{
-		"gsi1:WORLDS#mem#*": 2,
-		"gsi1:WORLDS#new#*": 1,
-	}}
+	return Workload{Name: "100,000 worlds, a join or leave per world every 100 s", Rate: 1000,
+		Units: map[string]float64{
+			"gsi1:WORLDS#mem#*#<n>": 2,
+			"gsi1:WORLDS#new#*#<n>": 1,
+		},
+		Spread: map[string]float64{
+			"gsi1:WORLDS#mem#*#<n>": ListingShards,
+			"gsi1:WORLDS#new#*#<n>": ListingShards,
+		},
+	}
 }

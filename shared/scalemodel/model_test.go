@@ -4,7 +4,15 @@ import (
 	"testing"
 
 	"github.com/a2awire/a2awire/shared/scalemodel"
+	"github.com/a2awire/a2awire/shared/world"
 )
+
+// TestListingShardsMatchTheWorld keeps the model's shards the listing's.
+func TestListingShardsMatchTheWorld(t *testing.T) {
+	if scalemodel.ListingShards != world.ListingShards {
+		t.Fatalf("model: %d listing shards; shared/world writes %d", scalemodel.ListingShards, world.ListingShards)
+	}
+}
 
 // TestModelLoads pins the hottest key of each workload and its load, the
 // figures docs/scale.md's table states.
@@ -16,8 +24,8 @@ func TestModelLoads(t *testing.T) {
 	}{
 		{scalemodel.WorldEvents(), "EVENTHEAD#<world>", 10000},
 		{scalemodel.InboxMessages(), "WORLD#<world>", 4000},
-		{scalemodel.FanOut(), "WORLD#<world>", 1000},
-		{scalemodel.RegistryJoins(), "gsi1:WORLDS#mem#*", 2000},
+		{scalemodel.FanOut(), "WHSTATS#<world>#<awnId>", 0.1},
+		{scalemodel.RegistryJoins(), "gsi1:WORLDS#mem#*#<n>", 500},
 	} {
 		l := c.w.Loads()
 		if len(l) == 0 || l[0].Key != c.key || l[0].Units != c.units || l[0].Over != c.units/scalemodel.PartitionWriteUnits {

@@ -41,12 +41,24 @@ func TestMain(m *testing.M) {
 // delete the old entry and 1 to put the new one when the index key moves
 // (an entry appearing or going is 1). The old item is read before the
 // write for that, so the meter is for sequential use. Keys are named with
-// names (concrete → pattern, e.g. "sim" → "<world>").
+// names (concrete → pattern, e.g. "sim" → "<world>"); each pattern's
+// concrete keys are counted too (keys), to show how a pattern spreads.
 type meter struct {
 	store.Store
 	names []string // old, new pairs for strings.NewReplacer
 	mu    sync.Mutex
 	units map[string]float64
+	keys  map[string]map[string]float64 // pattern → concrete key → units
+}
+
+// add counts u units on the concrete key k.
+func (m *meter) add(r *strings.Replacer, k string, u float64) {
+	p := r.Replace(k)
+	m.units[p] += u
+	if m.keys[p] == nil {
+		m.keys[p] = map[string]float64{}
+	}
+	m.keys[p][k] += u
 }
 
 // indexKey is an item's gsi1 key ("" pk when it is not in the index).
@@ -94,31 +106,32 @@ func (m *meter) Write(ctx context.Context, actions ...store.Action) ([]store.Ite
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, a := range actions {
-		m.units[r.Replace(a.Key.PK)] += per
+		m.add(r, a.Key.PK, per)
 	}
 	for _, mv := range moves {
 		switch {
 		case mv.from.pk != "" && mv.from == mv.to:
-			m.units["gsi1:"+mv.to.pk]++
+			m.add(r, "gsi1:"+mv.to.pk, 1)
 		default:
 			if mv.from.pk != "" {
-				m.units["gsi1:"+mv.from.pk]++
+				m.add(r, "gsi1:"+mv.from.pk, 1)
 			}
 			if mv.to.pk != "" {
-				m.units["gsi1:"+mv.to.pk]++
+				m.add(r, "gsi1:"+mv.to.pk, 1)
 			}
 		}
 	}
 	return res, nil
 }
 
-// take returns the units counted since the last take and resets them.
-func (m *meter) take() map[string]float64 {
+// take returns the units counted since the last take, per pattern and
+// per concrete key of each pattern, and resets them.
+func (m *meter) take() (map[string]float64, map[string]map[string]float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	u := m.units
-	m.units = map[string]float64{}
-	return u
+	u, k := m.units, m.keys
+	m.units, m.keys = map[string]float64{}, map[string]map[string]float64{}
+	return u, k
 }
 
 func key(n int) ed25519.PublicKey {
@@ -132,8 +145,10 @@ func key(n int) ed25519.PublicKey {
 // code on DynamoDB Local, counts the write units per partition key, and
 // checks the model: each key the model names gets its units per operation
 // (within 5 %: a commit that found the head ahead writes again, a real
-// cost), and no key the model leaves out gets more than a tenth of the
-// hottest key's units. The counts are logged next to the model's for
+// cost), a key the model spreads over partitions is spread over as many
+// as the simulation has (its shards, or one a webhook) with none taking
+// more than 1.25 times an even share, and no key the model leaves out
+// gets more than a tenth of the hottest key's units. The counts are logged next to the model's for
 // docs/scale.md. Rates are not simulated: units per operation times the
 // rate is the load, and that product is the model's arithmetic.
 func TestSimulationMatchesModel(t *testing.T) {
@@ -186,6 +201,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			got.Add(n) // the warm-up event's deliveries
 			for i := range n {
 				id := fmt.Sprintf("aw:r%03d", i)
 				if _, err := m.Write(ctx, store.Put(world.MemberKey("sim", id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
@@ -196,22 +212,33 @@ func TestSimulationMatchesModel(t *testing.T) {
 				}
 			}
 			ids := world.NewIDs()
-			ev, err := ids.NewEvent("sim", world.PresenceChanged, world.Public, "", map[string]any{"sim": true}, time.Now())
-			if err != nil {
-				t.Fatal(err)
+			log := world.NewLog(m, ids, nil)
+			var evs []world.Event
+			for range 2 {
+				ev, err := ids.NewEvent("sim", world.PresenceChanged, world.Public, "", map[string]any{"sim": true}, time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev, err = log.Commit(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, ev)
 			}
-			if ev, err = world.NewLog(m, ids, nil).Commit(ctx, ev); err != nil {
+			// A warm-up event: each webhook's first answer is written on
+			// its webhook item too (it changes whether it answered); the
+			// model is the steady state after it.
+			if err := d.Dispatch(ctx, evs[0]); err != nil {
 				t.Fatal(err)
 			}
 			m.take()
-			if err := d.Dispatch(ctx, ev); err != nil {
+			if err := d.Dispatch(ctx, evs[1]); err != nil {
 				t.Fatal(err)
 			}
 			got.Wait()
 			return n // deliveries
 		}},
 		{scalemodel.RegistryJoins(), func(t *testing.T, m *meter) int {
-			const worlds = 10
+			const worlds = n // one join each, hashed over the listing's shards
 			s := world.New(m)
 			for w := range worlds {
 				if _, _, err := s.PutWorld(t.Context(), world.Manifest{ID: fmt.Sprintf("reg%d", w), Description: "a simulated world"}, key(0)); err != nil {
@@ -228,15 +255,35 @@ func TestSimulationMatchesModel(t *testing.T) {
 	for _, sim := range sims {
 		t.Run(sim.w.Name, func(t *testing.T) {
 			client, table := dynamolocal.NewTable(t, local)
-			m := &meter{Store: dynamo.New(client, table), names: []string{"sim", "<world>", bob, "<to>"}, units: map[string]float64{}}
+			names := []string{"sim", "<world>", bob, "<to>"}
+			for i := range n {
+				names = append(names, fmt.Sprintf("aw:r%03d", i), "<awnId>")
+			}
+			for i := range scalemodel.ListingShards {
+				names = append(names, fmt.Sprintf("#*#%d", i), "#*#<n>")
+			}
+			m := &meter{Store: dynamo.New(client, table), names: names, units: map[string]float64{}, keys: map[string]map[string]float64{}}
 			ops := float64(sim.run(t, m))
-			got := m.take()
+			got, keys := m.take()
 			hottest := 0.0
 			for k, want := range sim.w.Units {
 				per := got[k] / ops
-				t.Logf("%-22s simulated %6.0f units / %3.0f ops = %.2f per op; model %.2f", k, got[k], ops, per, want)
+				t.Logf("%-26s simulated %6.0f units / %3.0f ops = %.2f per op; model %.2f", k, got[k], ops, per, want)
 				if math.Abs(per-want) > 0.05*want {
 					t.Errorf("%s: %.2f units per operation, the model says %.2f", k, per, want)
+				}
+				if spread := sim.w.Spread[k]; spread > 1 {
+					// Spread over as many partitions as the simulation
+					// has (its shards, or its webhooks), evenly.
+					parts, top := 0.0, 0.0
+					for _, u := range keys[k] {
+						parts++
+						top = max(top, u)
+					}
+					t.Logf("%-26s spread over %.0f partitions, the hottest %.0f units (%.0f%%); model: over %.0f", k, parts, top, 100*top/got[k], spread)
+					if want := min(spread, ops); parts != want || top > 1.25*got[k]/parts {
+						t.Errorf("%s: %.0f partitions, the hottest with %.0f of %.0f units; want %.0f, none over 1.25× an even share", k, parts, top, got[k], want)
+					}
 				}
 				hottest = max(hottest, got[k])
 			}
@@ -256,14 +303,14 @@ func TestSimulationMatchesModel(t *testing.T) {
 				if sim.w.Name == scalemodel.RegistryJoins().Name && !strings.HasPrefix(k, "gsi1:") {
 					continue
 				}
-				t.Logf("%-22s simulated %6.0f units (left out of the model)", k, got[k])
+				t.Logf("%-26s simulated %6.0f units (left out of the model)", k, got[k])
 				if got[k] > hottest/10 {
 					t.Errorf("%s: %.0f units, more than a tenth of the model's hottest key (%.0f), and the model leaves it out", k, got[k], hottest)
 				}
 			}
 			t.Logf("%d other keys, %.0f units in all", len(others), left)
 			for _, l := range sim.w.Loads() {
-				t.Logf("at %.0f/s: %-22s %8.0f units/s, %.1f× a partition's %d", sim.w.Rate, l.Key, l.Units, l.Over, scalemodel.PartitionWriteUnits)
+				t.Logf("at %.0f/s: %-26s %8.1f units/s a partition, %.3g× a partition's %d", sim.w.Rate, l.Key, l.Units, l.Over, scalemodel.PartitionWriteUnits)
 			}
 		})
 	}

@@ -50,20 +50,25 @@ func TestCost(t *testing.T) {
 		}
 	}
 	m.Take()
-	step("show", map[string]int{"GetItem": 1}, func() {
+	// The webhook and its counters.
+	step("show", map[string]int{"GetItem": 2}, func() {
 		if _, err := d.Store().Show(ctx, "w", "aw:ok"); err != nil {
 			t.Fatal(err)
 		}
 	})
-	// The webhook (GetItem), its agent's membership (GetItem), stats.
-	step("private event, delivered", map[string]int{"GetItem": 2, "UpdateItem": 1}, func() {
+	// The webhook (GetItem), its agent's membership (GetItem), its
+	// counters (UpdateItem), and, as this first answer changes whether it
+	// answered, the webhook item's outcome (UpdateItem).
+	step("private event, delivered", map[string]int{"GetItem": 2, "UpdateItem": 2}, func() {
 		if err := d.Dispatch(ctx, event(t, "w", world.MessageReceived, world.Private, "aw:ok", map[string]any{}, t0)); err != nil {
 			t.Fatal(err)
 		}
 	})
 	// Five webhooks, one failing: one Query, a membership GetItem and a
-	// stats UpdateItem each, and the failing one's retry PutItem.
-	step("public event to 5 webhooks, 1 failing", map[string]int{"Query": 1, "GetItem": 5, "UpdateItem": 5, "PutItem": 1}, func() {
+	// counters UpdateItem each, the failing one's retry PutItem, and the
+	// outcome on the webhook item of the three answering for the first
+	// time (aw:ok answered before; aw:fail never has).
+	step("public event to 5 webhooks, 1 failing", map[string]int{"Query": 1, "GetItem": 5, "UpdateItem": 5 + 3, "PutItem": 1}, func() {
 		if err := d.Dispatch(ctx, event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{}, t0)); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +98,8 @@ func TestCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Take()
-	step("private event answered 410: disable + dead letter", map[string]int{"GetItem": 2, "UpdateItem": 1, "PutItem": 1}, func() {
+	// Counters, the webhook disabled, the dead letter.
+	step("private event answered 410: disable + dead letter", map[string]int{"GetItem": 2, "UpdateItem": 2, "PutItem": 1}, func() {
 		if err := d.Dispatch(ctx, event(t, "w2", world.MessageReceived, world.Private, "aw:gone", map[string]any{}, t0)); err != nil {
 			t.Fatal(err)
 		}
@@ -108,14 +114,16 @@ func TestCost(t *testing.T) {
 		}
 	})
 	c.Advance(time.Second)
-	// Delivered: claim, webhook, membership, stats, settle by deleting the
+	// Delivered: claim, webhook, membership, counters, the first answer
+	// of the webhook set again on the webhook item, settle by deleting the
 	// retry.
-	step("retry run, 1 due and delivered", map[string]int{"Query": 4, "UpdateItem": 2, "GetItem": 2, "DeleteItem": 1}, func() {
+	step("retry run, 1 due and delivered", map[string]int{"Query": 4, "UpdateItem": 3, "GetItem": 2, "DeleteItem": 1}, func() {
 		if rep, err := d.RunRetries(ctx); err != nil || rep.Sent != 1 {
 			t.Fatalf("%+v %v", rep, err)
 		}
 	})
-	step("remove", map[string]int{"DeleteItem": 1}, func() {
+	// The webhook and its counters, in one transaction.
+	step("remove", map[string]int{"TransactWriteItems": 1}, func() {
 		if err := d.Store().Remove(ctx, "w", "aw:more"+"a"); err != nil {
 			t.Fatal(err)
 		}

@@ -214,7 +214,7 @@ func (d *Dispatcher) recipients(ctx context.Context, e world.Event) ([]Webhook, 
 		return nil, nil
 	}
 	if e.Visibility == world.Private {
-		h, err := d.store.Get(ctx, e.World, e.Recipient)
+		h, err := d.store.get(ctx, e.World, e.Recipient)
 		if apierror.KindOf(err) == apierror.NotFound {
 			return nil, nil
 		}
@@ -288,7 +288,8 @@ func (d *Dispatcher) postpone(ctx context.Context, j job) error {
 // its retry is dropped.
 func (d *Dispatcher) attempt(ctx context.Context, j job) error {
 	p, h := j.p, j.hook
-	member, err := d.isMember(ctx, p.Event.World, p.Recipient)
+	member, pr, err := d.member(ctx, p.Event.World, p.Recipient)
+	h.probes = pr
 	if err != nil {
 		return err
 	}
@@ -342,15 +343,20 @@ func (d *Dispatcher) attempt(ctx context.Context, j job) error {
 // recordStats writes an outcome; a failure there loses a count, not a
 // delivery, so it is logged rather than retried.
 func (d *Dispatcher) recordStats(ctx context.Context, h Webhook, o outcome) {
-	if err := d.store.record(ctx, h.World, h.AWNID, h.URL, o); err != nil {
+	// Whether the webhook answered, by the presence rule, before this
+	// outcome: an outcome that changes it is written on the webhook item
+	// too, and may change its member's presence.
+	was := world.Answered(world.Member{ProbeOKAt: h.probes.ok, ProbeFailAt: h.probes.fail},
+		world.Hook{Set: true, Enabled: true, LastSuccessAt: h.okAt, LastErrorAt: h.failAt})
+	flip := (o.delivered || o.failed) && was != o.delivered
+	if err := d.store.record(ctx, h, o, flip); err != nil {
 		d.log.ErrorContext(ctx, "webhook: stats not recorded", "world", h.World, "recipient", h.AWNID, "err", err)
 		return
 	}
-	// An attempt that answered differently from the webhook's last one
-	// may change its member's presence: announce it (the world reads the
-	// rule's every input, probes included, and commits only a change).
-	// Only on a flip, so a steady receiver costs nothing more.
-	if d.presence == nil || !(o.delivered || o.failed) || answeredLast(h.Stats) == o.delivered {
+	// Announce it (the world reads the rule's every input, probes
+	// included, and commits only a change). Only on a flip, so a steady
+	// receiver costs nothing more.
+	if d.presence == nil || !flip {
 		return
 	}
 	if err := d.presence.SettlePresence(ctx, h.World, h.AWNID); err != nil && apierror.KindOf(err) != apierror.NotFound {
@@ -358,23 +364,28 @@ func (d *Dispatcher) recordStats(ctx context.Context, h Webhook, o outcome) {
 	}
 }
 
-// answeredLast reports whether the webhook's last recorded attempt was
-// answered (a success no older than the last error).
-func answeredLast(s Stats) bool {
-	return s.LastSuccessAt != nil && (s.LastErrorAt == nil || !s.LastSuccessAt.Before(*s.LastErrorAt))
-}
+// probes are the outcomes of the live probes of a member's webhook (ping),
+// kept on its member item by package world.
+type probes struct{ ok, fail time.Time }
 
-// isMember reports whether awnID is a member of world now (one GetItem
-// of its member item).
-func (d *Dispatcher) isMember(ctx context.Context, worldID, awnID string) (bool, error) {
-	_, err := d.store.st.Get(ctx, world.MemberKey(worldID, awnID))
+// Attributes of the member item (package world writes them) that the
+// presence rule reads.
+const (
+	memberAttrProbeOKAt   = "probeOkAt"
+	memberAttrProbeFailAt = "probeFailAt"
+)
+
+// member reports whether awnID is a member of world now, and its probes'
+// outcomes (one GetItem of its member item).
+func (d *Dispatcher) member(ctx context.Context, worldID, awnID string) (bool, probes, error) {
+	it, err := d.store.st.Get(ctx, world.MemberKey(worldID, awnID))
 	switch {
 	case err == nil:
-		return true, nil
+		return true, probes{unixNano(it, memberAttrProbeOKAt), unixNano(it, memberAttrProbeFailAt)}, nil
 	case errors.Is(err, store.ErrNotFound):
-		return false, nil
+		return false, probes{}, nil
 	default:
-		return false, apierror.FromStore("webhook: read member", err)
+		return false, probes{}, apierror.FromStore("webhook: read member", err)
 	}
 }
 
@@ -480,7 +491,7 @@ func (d *Dispatcher) RunRetries(ctx context.Context) (RetryReport, error) {
 			if !ok {
 				continue
 			}
-			h, err := d.store.Get(ctx, p.Event.World, p.Recipient)
+			h, err := d.store.get(ctx, p.Event.World, p.Recipient)
 			switch {
 			case apierror.KindOf(err) == apierror.NotFound || err == nil && h.Generation != p.Hook:
 				// Removed, or removed and set again: the retry was for
@@ -517,7 +528,7 @@ func (d *Dispatcher) RunRetries(ctx context.Context) (RetryReport, error) {
 // reachable (false, 0, nil); err is a store failure only. A probe keeps
 // no stats and forwards no action.
 func (d *Dispatcher) Probe(ctx context.Context, worldID, target string) (bool, time.Duration, error) {
-	h, err := d.store.Get(ctx, worldID, target)
+	h, err := d.store.get(ctx, worldID, target)
 	if apierror.KindOf(err) == apierror.NotFound {
 		return false, 0, nil
 	}

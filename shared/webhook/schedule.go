@@ -300,7 +300,7 @@ func (s *Store) DeadLetters(ctx context.Context, worldID, awnID string, since ti
 // letter becomes a retry item in the same Write that deletes it (50 per
 // Write), so a crash in between loses none and sends none twice.
 func (s *Store) Replay(ctx context.Context, worldID, awnID string, since time.Time) (int, error) {
-	h, err := s.Get(ctx, worldID, awnID)
+	h, err := s.get(ctx, worldID, awnID)
 	if err != nil {
 		return 0, err
 	}

@@ -11,13 +11,34 @@
 //
 //	item         pk                        sk                gsi1pk          gsi1sk                                   type
 //	webhook      WORLD#<world>             WEBHOOK#<awnId>   —               —                                        webhook
+//	counters     WHSTATS#<world>#<awnId>   STATS             —               —                                        whstats
 //	retry        WHRETRY#<world>#<awnId>   <eventId>         WHDUE#<shard>   <due ms, 15 digits>#<world>#<awnId>#<eventId>  whretry
 //	dead letter  WHDEAD#<world>#<awnId>    <eventId>         —               —                                        whdead
 //
 // The webhook item holds url, secret, generation, enabled,
-// disabledReason, createdAt and the counters delivered, failed (attempts),
-// deadLettered and actionsDropped, changed with ADD so concurrent outcomes
-// never lose a count. The retry item of one (event, recipient) carries the
+// disabledReason and createdAt. Its delivery counters are on an item of
+// their own, in a partition of its own (world.WebhookStatsKey): delivered,
+// failed (attempts), deadLettered and actionsDropped, changed with ADD so
+// concurrent outcomes never lose a count, and the latest outcomes
+// (lastSuccessAt, lastErrorAt, lastError). Every delivery updates them, so
+// on the world's partition a fan-out to 10,000 webhooks would be 10,000
+// writes to one partition (docs/scale.md); on their own it is one write to
+// each of 10,000. Set writes a fresh counters item with the webhook in one
+// transaction, Remove deletes both; an outcome is counted only on the
+// counters item of the webhook generation it was attempted for.
+//
+// What presence needs of the outcomes stays on the webhook item, where
+// the world reads it with its members (one Query a page): lastSuccessAt
+// and lastErrorAt there are written only by an outcome that changes the
+// presence rule's answer to "did the webhook answer the last delivery or
+// probe" (the rule of package world: the latest of the webhook's outcomes
+// and the member's probes). Since each such write is the latest time the
+// rule sees, the answer from these times is the answer from the latest
+// ones; a steady receiver writes the world's partition no more. Two
+// deliveries to one webhook racing with different outcomes may leave the
+// answer of the one that decided first until the next outcome.
+//
+// The retry item of one (event, recipient) carries the
 // event itself (so a retry reads no event), the generation of the webhook
 // it was scheduled for, the attempts made so far and when the next is
 // due; the
@@ -34,11 +55,18 @@
 // A webhook exists only while its agent is a member: Set writes it on the
 // condition that the member item exists (a ConditionCheck in the same
 // transaction), and a leave deletes the member item and the webhook item
-// in one transaction, so whichever comes second sees the other. Stats
-// updates are conditioned on the webhook's url, so none recreates a
-// deleted item. The dispatcher still reads the member item before each
-// attempt (one GetItem): a webhook item written before this rule held, or
-// by hand, reaches no one who is not a member. A retry carries the
+// in one transaction, so whichever comes second sees the other. Counter
+// and outcome updates are conditioned on the webhook's generation, so none
+// recreates a deleted item or counts toward a newer webhook. A leave
+// leaves the counters item behind (the world's membership code does not
+// know it); the agent's next Set replaces it, nothing reads it without a
+// webhook item, and the world's deletion removes it (the world-deleter
+// names its partition with the agent's retries and dead letters). A
+// webhook set before the counters had an item of their own has none: it
+// shows zeros and counts nothing until it is set again. The dispatcher
+// still reads the member item before each attempt (one GetItem): a
+// webhook item written before this rule held, or by hand, reaches no one
+// who is not a member. A retry carries the
 // generation of the webhook it was scheduled for, a random value each Set
 // draws: a retry whose webhook was removed, or replaced (a DELETE and a PUT,
 // a leave and a rejoin), is dropped when it comes due, so it never reaches
@@ -69,6 +97,7 @@ const (
 	TypeWebhook    = "webhook"
 	TypeRetry      = "whretry"
 	TypeDeadLetter = "whdead"
+	TypeStats      = "whstats"
 )
 
 // DeadLetterTTL is how long a dead letter is kept for replay.
@@ -109,7 +138,14 @@ type Webhook struct {
 	Enabled        bool
 	DisabledReason string
 	CreatedAt      time.Time
-	Stats          Stats
+	// Stats are the counters: Get reads them, the dispatcher's own reads
+	// of the webhook do not.
+	Stats Stats
+	// okAt and failAt are the webhook item's outcomes that changed the
+	// presence rule's answer (the package doc's Items).
+	okAt, failAt time.Time
+	// probes are its member's, when the dispatcher read them.
+	probes probes
 }
 
 // Store is the webhook domain over the item API. It satisfies
@@ -140,7 +176,8 @@ func NewStore(st store.Store, opts ...Option) *Store {
 // secret, which is never shown again. The URL is validated by the caller
 // (egress.ValidateURL). awnID must be a member when the webhook is
 // written, whatever the route checked before: not a member → NotJoined.
-// Cost: one TransactWriteItems (the member's ConditionCheck, the Put).
+// Cost: one TransactWriteItems (the member's ConditionCheck, the Put, a
+// fresh counters item).
 func (s *Store) Set(ctx context.Context, worldID, awnID, url string) (string, error) {
 	secret, err := signature.NewSecret()
 	if err != nil {
@@ -156,7 +193,14 @@ func (s *Store) Set(ctx context.Context, worldID, awnID, url string) (string, er
 		attrEnabled:    store.Bool(true),
 		attrCreatedAt:  store.N(s.now().UnixNano()),
 	}
-	_, err = s.st.Write(ctx, store.Put(world.WebhookKey(worldID, awnID), it), world.MemberCheck(worldID, awnID))
+	stats := store.Item{
+		world.AttrType: store.S(TypeStats),
+		attrWorld:      it[attrWorld],
+		attrAWNID:      it[attrAWNID],
+		attrGeneration: it[attrGeneration],
+	}
+	_, err = s.st.Write(ctx, store.Put(world.WebhookKey(worldID, awnID), it), world.MemberCheck(worldID, awnID),
+		store.Put(world.WebhookStatsKey(worldID, awnID), stats))
 	var cf *store.ConditionFailedError
 	switch {
 	case err == nil:
@@ -168,8 +212,28 @@ func (s *Store) Set(ctx context.Context, worldID, awnID, url string) (string, er
 	}
 }
 
-// Get returns awnID's webhook in world; none is NotFound.
+// Get returns awnID's webhook in world with its counters; none is
+// NotFound. Cost: 2 GetItems.
 func (s *Store) Get(ctx context.Context, worldID, awnID string) (Webhook, error) {
+	w, err := s.get(ctx, worldID, awnID)
+	if err != nil {
+		return Webhook{}, err
+	}
+	it, err := s.st.Get(ctx, world.WebhookStatsKey(worldID, awnID))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// None yet (a webhook written before the counters had an item).
+	case err != nil:
+		return Webhook{}, apierror.FromStore("webhook: get stats", err)
+	default:
+		w.Stats = decodeStats(it)
+	}
+	return w, nil
+}
+
+// get is Get without the counters (w.Stats empty): the dispatcher's read.
+// Cost: 1 GetItem.
+func (s *Store) get(ctx context.Context, worldID, awnID string) (Webhook, error) {
 	it, err := s.st.Get(ctx, world.WebhookKey(worldID, awnID))
 	if errors.Is(err, store.ErrNotFound) {
 		return Webhook{}, apierror.New(apierror.NotFound, "no webhook is registered for this agent in this world")
@@ -180,7 +244,8 @@ func (s *Store) Get(ctx context.Context, worldID, awnID string) (Webhook, error)
 	return decodeWebhook(it)
 }
 
-// Show is Get as the GET route shows it: never the secret.
+// Show is Get as the GET route shows it: never the secret. Cost: 2
+// GetItems (the webhook, its counters).
 func (s *Store) Show(ctx context.Context, worldID, awnID string) (View, error) {
 	w, err := s.Get(ctx, worldID, awnID)
 	if err != nil {
@@ -189,11 +254,13 @@ func (s *Store) Show(ctx context.Context, worldID, awnID string) (View, error) {
 	return View{URL: w.URL, Enabled: w.Enabled, DisabledReason: w.DisabledReason, CreatedAt: w.CreatedAt, Stats: w.Stats}, nil
 }
 
-// Remove deletes awnID's webhook in world; none is NotFound. Retries
-// already scheduled for it are dropped when they come due, even if another
-// webhook has been set by then (its generation differs).
+// Remove deletes awnID's webhook in world and its counters; none is
+// NotFound. Retries already scheduled for it are dropped when they come
+// due, even if another webhook has been set by then (its generation
+// differs). Cost: one TransactWriteItems.
 func (s *Store) Remove(ctx context.Context, worldID, awnID string) error {
-	_, err := s.st.Write(ctx, store.Delete(world.WebhookKey(worldID, awnID)).When(store.ItemExists()))
+	_, err := s.st.Write(ctx, store.Delete(world.WebhookKey(worldID, awnID)).When(store.ItemExists()),
+		store.Delete(world.WebhookStatsKey(worldID, awnID)))
 	if errors.Is(err, store.ErrConditionFailed) {
 		return apierror.New(apierror.NotFound, "no webhook is registered for this agent in this world")
 	}
@@ -203,8 +270,9 @@ func (s *Store) Remove(ctx context.Context, worldID, awnID string) error {
 	return nil
 }
 
-// Enabled returns the enabled webhooks of world: one Query of the world
-// partition's WEBHOOK# prefix (paged), not one read per member.
+// Enabled returns the enabled webhooks of world, without their counters:
+// one Query of the world partition's WEBHOOK# prefix (paged), not one read
+// per member.
 func (s *Store) Enabled(ctx context.Context, worldID string) ([]Webhook, error) {
 	var out []Webhook
 	q := store.Query{PK: world.WorldPK(worldID), SK: store.SKPrefix(world.WebhookPrefix)}
@@ -242,19 +310,28 @@ func decodeWebhook(it store.Item) (Webhook, error) {
 		Enabled:        it.BoolAttr(attrEnabled),
 		DisabledReason: it.Str(attrDisabledReason),
 		CreatedAt:      unixNano(it, attrCreatedAt),
-	}
-	w.Stats.Delivered = count(it, attrDelivered)
-	w.Stats.Failed = count(it, attrFailed)
-	w.Stats.DeadLettered = count(it, attrDeadLettered)
-	w.Stats.ActionsDropped = count(it, attrActionsDropped)
-	w.Stats.LastError = it.Str(attrLastError)
-	if t := unixNano(it, attrLastErrorAt); !t.IsZero() {
-		w.Stats.LastErrorAt = &t
-	}
-	if t := unixNano(it, attrLastSuccessAt); !t.IsZero() {
-		w.Stats.LastSuccessAt = &t
+		okAt:           unixNano(it, attrLastSuccessAt),
+		failAt:         unixNano(it, attrLastErrorAt),
 	}
 	return w, nil
+}
+
+// decodeStats reads a counters item.
+func decodeStats(it store.Item) Stats {
+	st := Stats{
+		Delivered:      count(it, attrDelivered),
+		Failed:         count(it, attrFailed),
+		DeadLettered:   count(it, attrDeadLettered),
+		ActionsDropped: count(it, attrActionsDropped),
+		LastError:      it.Str(attrLastError),
+	}
+	if t := unixNano(it, attrLastErrorAt); !t.IsZero() {
+		st.LastErrorAt = &t
+	}
+	if t := unixNano(it, attrLastSuccessAt); !t.IsZero() {
+		st.LastSuccessAt = &t
+	}
+	return st
 }
 
 // count reads a counter; a missing one is 0.
@@ -285,12 +362,17 @@ type outcome struct {
 	actionDropped bool
 }
 
-// record applies an attempt's outcome to the webhook's stats with one
-// UpdateItem, only while the webhook still exists and still points at url
-// (a webhook removed or replaced meanwhile keeps no stats of the old one).
-func (s *Store) record(ctx context.Context, worldID, awnID, url string, o outcome) error {
+// record applies an attempt's outcome to the webhook's counters with one
+// UpdateItem, only while they are the counters of the webhook generation
+// the attempt was for (a webhook removed or replaced meanwhile keeps no
+// stats of the old one). The webhook item itself is written (one more
+// UpdateItem, conditioned the same way) only to disable it on 410 or when
+// flip is set: the outcome changes whether the webhook answered (the
+// package doc's Items).
+func (s *Store) record(ctx context.Context, h Webhook, o outcome, flip bool) error {
 	now := s.now().UnixNano()
-	a := store.Update(world.WebhookKey(worldID, awnID)).When(store.Eq(attrURL, store.S(url)))
+	gen := store.Eq(attrGeneration, store.S(h.Generation))
+	a := store.Update(world.WebhookStatsKey(h.World, h.AWNID)).When(gen)
 	if o.delivered {
 		a = a.AddNum(attrDelivered, 1).SetAttr(attrLastSuccessAt, store.N(now))
 	}
@@ -303,14 +385,25 @@ func (s *Store) record(ctx context.Context, worldID, awnID, url string, o outcom
 	if o.actionDropped {
 		a = a.AddNum(attrActionsDropped, 1)
 	}
-	if o.gone {
-		a = a.SetAttr(attrEnabled, store.Bool(false)).SetAttr(attrDisabledReason, store.S("the receiver answered 410 Gone"))
-	}
 	_, err := s.st.Write(ctx, a)
-	if errors.Is(err, store.ErrConditionFailed) {
+	if err != nil && !errors.Is(err, store.ErrConditionFailed) {
+		return apierror.FromStore("webhook: record outcome", err)
+	}
+	if !o.gone && !flip {
 		return nil
 	}
-	if err != nil {
+	hook := store.Update(world.WebhookKey(h.World, h.AWNID)).When(gen)
+	switch {
+	case flip && o.delivered:
+		hook = hook.SetAttr(attrLastSuccessAt, store.N(now))
+	case flip && o.failed:
+		hook = hook.SetAttr(attrLastErrorAt, store.N(now))
+	}
+	if o.gone {
+		hook = hook.SetAttr(attrEnabled, store.Bool(false)).SetAttr(attrDisabledReason, store.S("the receiver answered 410 Gone"))
+	}
+	_, err = s.st.Write(ctx, hook)
+	if err != nil && !errors.Is(err, store.ErrConditionFailed) {
 		return apierror.FromStore("webhook: record outcome", err)
 	}
 	return nil

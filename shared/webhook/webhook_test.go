@@ -929,3 +929,79 @@ func TestDeliveryOutcomeSettlesPresence(t *testing.T) {
 		t.Fatalf("settled %v", pres.calls)
 	}
 }
+
+// TestOutcomesOnTheWebhookItemDecidePresenceAsTheLatest: the webhook item
+// keeps only the outcomes that change whether the webhook answered (the
+// rest go to its counters item), and the presence rule still decides as
+// it would from the latest: an answer after a failed probe is written
+// there (the rule said "not answered") and settles presence; a second
+// answer is counted on the counters item only.
+func TestOutcomesOnTheWebhookItemDecidePresenceAsTheLatest(t *testing.T) {
+	st := stores.Memory().Open(t)
+	ctx := t.Context()
+	c := &clock{now: t0}
+	pres := &settler{}
+	d, err := webhook.NewDispatcher(webhook.Config{Store: st, Client: localClient(), NetworkKey: networkKey(),
+		Jitter: fixedJitter, Now: c.Now, Presence: pres})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := newReceiver(t)
+	if _, err := asMember(t, st, d.Store()).Set(ctx, "w", "aw:a", rc.URL); err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(n int) {
+		t.Helper()
+		c.Advance(time.Second)
+		if err := d.Dispatch(ctx, event(t, "w", world.PresenceChanged, world.Public, "", map[string]any{"n": n}, c.Now())); err != nil {
+			t.Fatal(err)
+		}
+		rc.next(t, time.Second)
+	}
+	answered := func() (bool, time.Time) {
+		t.Helper()
+		h, err := st.Get(ctx, world.WebhookKey("w", "aw:a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.Get(ctx, world.MemberKey("w", "aw:a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := func(it store.Item, name string) time.Time {
+			n, err := it.Int(name)
+			if err != nil {
+				return time.Time{}
+			}
+			return time.Unix(0, n).UTC()
+		}
+		ok := at(h, "lastSuccessAt")
+		return world.Answered(world.Member{ProbeOKAt: at(m, "probeOkAt"), ProbeFailAt: at(m, "probeFailAt")},
+			world.Hook{Set: true, Enabled: h.BoolAttr("enabled"), LastSuccessAt: ok, LastErrorAt: at(h, "lastErrorAt")}), ok
+	}
+	deliver(1)
+	if ok, _ := answered(); !ok || pres.count() != 1 {
+		t.Fatalf("first answer: answered %v, %d settlements, want true and 1", ok, pres.count())
+	}
+	// A probe that failed after it, as world.RecordProbe keeps it.
+	c.Advance(time.Second)
+	if _, err := st.Write(ctx, store.Update(world.MemberKey("w", "aw:a")).SetAttr("probeFailAt", store.N(c.Now().UnixNano()))); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := answered(); ok {
+		t.Fatal("answered after a failed probe")
+	}
+	deliver(2)
+	ok, at := answered()
+	if !ok || pres.count() != 2 || !at.Equal(c.Now()) {
+		t.Fatalf("answer after the failed probe: answered %v at %v, %d settlements; want true at %v and 2", ok, at, pres.count(), c.Now())
+	}
+	deliver(3)
+	if ok, again := answered(); !ok || pres.count() != 2 || !again.Equal(at) {
+		t.Fatalf("steady answer: answered %v, webhook item's outcome %v (was %v), %d settlements; want it unwritten and 2", ok, again, at, pres.count())
+	}
+	v, err := d.Store().Show(ctx, "w", "aw:a")
+	if err != nil || v.Stats.Delivered != 3 || v.Stats.LastSuccessAt == nil || !v.Stats.LastSuccessAt.Equal(c.Now()) {
+		t.Fatalf("counters %+v, %v: want 3 delivered, the last at %v", v.Stats, err, c.Now())
+	}
+}

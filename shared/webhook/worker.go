@@ -199,7 +199,7 @@ func (d *Dispatcher) work(ctx context.Context, m Received) (keep bool, err error
 	}
 	answered, latency := false, time.Duration(0)
 	defer func() { d.release(ctx, s, latency, answered) }()
-	h, err := d.store.Get(ctx, p.Event.World, p.Recipient)
+	h, err := d.store.get(ctx, p.Event.World, p.Recipient)
 	switch {
 	case apierror.KindOf(err) == apierror.NotFound || err == nil && (h.Generation != j.Hook || h.URL != j.URL && j.URL != ""):
 		// Removed (a DELETE, a leave), or replaced: the delivery was for
@@ -211,7 +211,8 @@ func (d *Dispatcher) work(ctx context.Context, m Received) (keep bool, err error
 		d.recordStats(ctx, h, outcome{deadLettered: true})
 		return false, d.store.deadLetter(ctx, p, "the webhook is disabled")
 	}
-	member, err := d.isMember(ctx, p.Event.World, p.Recipient)
+	member, pr, err := d.member(ctx, p.Event.World, p.Recipient)
+	h.probes = pr
 	if err != nil {
 		return false, err
 	}
@@ -294,7 +295,7 @@ func (d *Dispatcher) DeadLetterJobs(ctx context.Context, msgs []Received) []stri
 			d.log.ErrorContext(ctx, "webhook: undecodable dead delivery dropped", "message", m.ID, "err", err)
 			continue
 		}
-		h, err := d.store.Get(ctx, j.Event.World, j.Recipient)
+		h, err := d.store.get(ctx, j.Event.World, j.Recipient)
 		switch {
 		case apierror.KindOf(err) == apierror.NotFound || err == nil && h.Generation != j.Hook:
 			continue

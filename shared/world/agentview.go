@@ -30,7 +30,8 @@ import (
 // existed have none). Both carry the agent's public key, so the view's
 // signature verifies for an agent that never registered (AgentKey). A
 // page of the view is 1 Query of the agent's
-// partition, then per joined world 2 GetItems (member, webhook) and per
+// partition, then per joined world 2 GetItems (member, webhook) and a
+// third for the webhook's counters when it has one, and per
 // owned world 1 GetItem (manifest), run concurrently; an index item whose
 // world or membership is gone (a world being deleted) is left out.
 
@@ -202,7 +203,13 @@ func (s *Service) viewRow(ctx context.Context, awnID, sk string) (AgentWorld, bo
 		if err != nil {
 			return AgentWorld{}, false, apierror.FromStore("read webhook", err)
 		}
-		return AgentWorld{World: w, Role: RoleMember, Member: m, Hook: h, Presence: PresenceOf(m, h, s.now())}, true, nil
+		p := PresenceOf(m, h, s.now())
+		if h.Set {
+			if h, err = s.readHookStats(ctx, w, awnID, h); err != nil {
+				return AgentWorld{}, false, apierror.FromStore("read webhook stats", err)
+			}
+		}
+		return AgentWorld{World: w, Role: RoleMember, Member: m, Hook: h, Presence: p}, true, nil
 	}
 	if w, ok := strings.CutPrefix(sk, ownsPrefix); ok {
 		m, err := s.GetWorld(ctx, w)

@@ -6,7 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -24,31 +28,40 @@ import (
 // go with it), each a copy of what a listing shows (id, name, description,
 // category, status, member count, createdAt, owner):
 //
-//	item                   pk              sk              gsi1pk                   gsi1sk
-//	newest, all worlds     WORLD#<world>   LIST#new#all    WORLDS#new#*             <createdAt>#<world>
-//	newest, its category   WORLD#<world>   LIST#new#cat    WORLDS#new#c:<category>  <createdAt>#<world>
-//	by members, all        WORLD#<world>   LIST#mem#all    WORLDS#mem#*             <members>#<createdAt>#<world>
-//	by members, category   WORLD#<world>   LIST#mem#cat    WORLDS#mem#c:<category>  <members>#<createdAt>#<world>
+//	item                   pk              sk              gsi1pk                        gsi1sk
+//	newest, all worlds     WORLD#<world>   LIST#new#all    WORLDS#new#*#<n>              <createdAt>#<world>
+//	newest, its category   WORLD#<world>   LIST#new#cat    WORLDS#new#c:<category>#<n>   <createdAt>#<world>
+//	by members, all        WORLD#<world>   LIST#mem#all    WORLDS#mem#*#<n>              <members>#<createdAt>#<world>
+//	by members, category   WORLD#<world>   LIST#mem#cat    WORLDS#mem#c:<category>#<n>   <members>#<createdAt>#<world>
 //
 // (category items only when the manifest names a category, lowercased in
-// the key; numbers zero-padded so string order is number order). A listing
-// is one gsi1 Query of one of these partitions, read backward (newest or
-// most members first), so a category filter costs nothing extra. Status
-// and the text query q are checked on each item read: a page reads up to
-// discoveryQueries Queries and stops early once it has limit worlds, so
-// without q a page is 1 Query (more only while closed worlds hide open
-// ones), and with q at most discoveryQueries Queries of discoveryScan items
-// each, after which it answers what matched with a cursor to read on.
+// the key; numbers zero-padded so string order is number order). Each
+// listing is write-sharded: <n> is the world's shard, 0 to
+// ListingShards-1, from a hash of its id, so the joins and leaves of every
+// world (each rewrites the member count, and moves the by-members sort
+// key) spread over ListingShards gsi1 partitions instead of landing on one
+// (docs/scale.md: at 1,000 a second one partition would take 2,000 write
+// units). A page reads the listing's shards backward (newest or most
+// members first) and merges them by sort key, taking the greatest head
+// each time; sort keys end in the world id and a world is in one shard,
+// so the merge is the one order the unsharded partition had. A category
+// filter costs nothing extra. Status and the text query q are checked on
+// each item read. A page's first ListingShards Queries (one per shard,
+// made at once, each of limit+1 items, or of max(limit+1, 25) with q) are
+// often the whole page: without q a page is ListingShards Queries, more
+// only while closed worlds hide open ones; a shard whose items the merge
+// used up is read on, up to discoveryQueries×ListingShards Queries in all,
+// after which the page answers what matched with a cursor to read on.
 //
 // The cursor is the gsi1sk of the last world examined, bound to the
 // listing's filter by a fingerprint: sort keys end in the world id, so
-// they are unique in a partition and the next page is the Query "sort key
-// below the cursor". Paging a listing that does not change meanwhile
-// returns every world exactly once; a world whose member count changes
-// while a client pages by members moves in that order and may be seen
-// twice or not at all (the newest order never moves). A cursor is a
-// position in a public listing and nothing more: it is not sealed, only
-// checked to belong to the same filter.
+// they are unique across a listing's shards and the next page is the Query
+// "sort key below the cursor" in every shard. Paging a listing that does
+// not change meanwhile returns every world exactly once; a world whose
+// member count changes while a client pages by members moves in that order
+// and may be seen twice or not at all (the newest order never moves). A
+// cursor is a position in a public listing and nothing more: it is not
+// sealed, only checked to belong to the same filter.
 //
 // Writes: a world's create and owner update write its listing items in
 // the same transaction as the manifest; close and reopen update their
@@ -73,11 +86,26 @@ const (
 	DefaultDiscoveryLimit = 20
 	MaxDiscoveryLimit     = 100
 	MaxQueryLen           = 100 // characters of q
-	// discoveryQueries bounds the Queries of one page; discoveryScan is
-	// the items each reads when a filter may skip many (q).
+	// discoveryQueries×ListingShards bounds the Queries of one page;
+	// discoveryScan is the items the first round of a page reads in all
+	// (discoveryScan/ListingShards a shard) when a filter may skip many (q).
 	discoveryQueries = 4
 	discoveryScan    = 100
 )
+
+// ListingShards is how many gsi1 partitions each listing is written across.
+// Four keep the registry's joins and leaves at 1,000 a second to half a
+// partition's write throughput on each (docs/scale.md); a page costs a
+// Query per shard.
+const ListingShards = 4
+
+// listingShard is world's shard of every listing: FNV-1a of its id, so it
+// never changes while the world exists.
+func listingShard(world string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(world)) // a hash never fails
+	return int(h.Sum32() % ListingShards)
+}
 
 // TypeListing is the type attribute of a world's listing items.
 const TypeListing = "worldlist"
@@ -110,12 +138,13 @@ func (l listingSlot) key(world string) store.Key {
 	return store.Key{PK: WorldPK(world), SK: listPrefix + l.sort + "#" + scope}
 }
 
-// listingPK is the gsi1 partition of a sort and category ("" for all).
-func listingPK(sort, category string) string {
+// listingPK is the gsi1 partition of a sort and category ("" for all) in
+// shard n.
+func listingPK(sort, category string, n int) string {
 	if category == "" {
-		return worldsPrefix + sort + "#*"
+		return worldsPrefix + sort + "#*#" + strconv.Itoa(n)
 	}
-	return worldsPrefix + sort + "#c:" + strings.ToLower(category)
+	return worldsPrefix + sort + "#c:" + strings.ToLower(category) + "#" + strconv.Itoa(n)
 }
 
 func listingSK(sort string, members int64, created time.Time, world string) string {
@@ -153,7 +182,7 @@ func listingPuts(m Manifest, ver int64) []store.Action {
 			attrCreatedAt:    store.N(m.CreatedAt.UnixNano()),
 			attrOwnerAWNID:   store.S(auth.AWNID(m.OwnerKey)),
 			attrListVer:      store.N(ver),
-			store.AttrGSI1PK: store.S(listingPK(l.sort, cat)),
+			store.AttrGSI1PK: store.S(listingPK(l.sort, cat, listingShard(m.ID))),
 			store.AttrGSI1SK: store.S(listingSK(l.sort, m.Members, m.CreatedAt, m.ID)),
 		}
 		if m.Description != "" {
@@ -202,7 +231,15 @@ func (s *Service) refreshListing(ctx context.Context, world string) {
 	}
 	var ups []store.Action
 	for _, l := range slotsOf(m) {
-		up := store.Update(l.key(world)).SetAttr(attrMembers, store.N(m.Members)).SetAttr(attrListVer, store.N(ver))
+		cat := ""
+		if l.category {
+			cat = m.Category
+		}
+		// The partition too, though it never changes while the world
+		// exists: a listing item written before the listings were sharded
+		// moves to its shard with the world's next join or leave.
+		up := store.Update(l.key(world)).SetAttr(attrMembers, store.N(m.Members)).SetAttr(attrListVer, store.N(ver)).
+			SetAttr(store.AttrGSI1PK, store.S(listingPK(l.sort, cat, listingShard(world))))
 		if l.sort == sortKeyMem {
 			up = up.SetAttr(store.AttrGSI1SK, store.S(listingSK(sortKeyMem, m.Members, m.CreatedAt, world)))
 		}
@@ -343,9 +380,9 @@ func (f *Filter) normalize() error {
 }
 
 // Discover lists worlds (see the package's discovery doc above for its
-// items and costs): 1 gsi1 Query per page without q unless closed worlds
-// hide open ones, at most discoveryQueries with q. Bad filters and cursors
-// are Invalid.
+// items and costs): ListingShards gsi1 Queries per page without q unless
+// closed worlds hide open ones, at most discoveryQueries×ListingShards
+// with q. Bad filters and cursors are Invalid.
 func (s *Service) Discover(ctx context.Context, f Filter) (Listing, error) {
 	if err := f.normalize(); err != nil {
 		return Listing{}, err
@@ -354,53 +391,115 @@ func (s *Service) Discover(ctx context.Context, f Filter) (Listing, error) {
 	if f.Sort == SortNewest {
 		sortKey = sortKeyNew
 	}
-	q := store.Query{Index: store.IndexGSI1, PK: listingPK(sortKey, f.Category), Backward: true, Limit: f.Limit + 1}
-	if f.Query != "" {
-		q.Limit = max(q.Limit, discoveryScan)
-	}
+	var below string
 	if f.Cursor != "" {
 		after, err := decodeListingCursor(f, sortKey)
 		if err != nil {
 			return Listing{}, err
 		}
-		q.SK = store.SKLT(after)
+		below = after
 	}
-	needle := strings.ToLower(f.Query)
-	out := Listing{Worlds: []Summary{}}
-	var last string // sort key of the last item examined
-	for range discoveryQueries {
-		page, err := s.store.Query(ctx, q)
+	shards := make([]listingReader, ListingShards)
+	for n := range shards {
+		q := store.Query{Index: store.IndexGSI1, PK: listingPK(sortKey, f.Category, n), Backward: true, Limit: f.Limit + 1}
+		if f.Query != "" {
+			q.Limit = max(q.Limit, discoveryScan/ListingShards)
+		}
+		if below != "" {
+			q.SK = store.SKLT(below)
+		}
+		shards[n] = listingReader{q: q}
+	}
+	// The first round at once: a page's latency is one Query's.
+	var wg sync.WaitGroup
+	errs := make([]error, len(shards))
+	for n := range shards {
+		wg.Go(func() { errs[n] = shards[n].read(ctx, s.store) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return Listing{}, apierror.FromStore("list worlds", err)
 		}
-		for _, it := range page.Items {
-			if len(out.Worlds) == f.Limit {
-				// A world beyond the page exists: continue after the last one shown.
-				out.Cursor = encodeListingCursor(f, last)
-				return out, nil
-			}
-			last = it.Str(store.AttrGSI1SK)
-			w, err := decodeSummary(it)
-			if err != nil {
-				return Listing{}, internal(err)
-			}
-			if f.Status != StatusAny && w.Status != f.Status {
-				continue
-			}
-			if needle != "" && !strings.Contains(strings.ToLower(w.Name), needle) && !strings.Contains(strings.ToLower(w.Description), needle) {
-				continue
-			}
-			out.Worlds = append(out.Worlds, w)
-		}
-		if page.Cursor == "" {
+	}
+	queries := len(shards)
+	needle := strings.ToLower(f.Query)
+	out := Listing{Worlds: []Summary{}}
+	var last string // sort key of the last item examined
+	for {
+		if len(out.Worlds) == f.Limit && slices.ContainsFunc(shards, func(r listingReader) bool { return len(r.items) > 0 }) {
+			// A world beyond the page exists, whichever it is: no Query
+			// more to find the greatest.
+			out.Cursor = encodeListingCursor(f, last)
 			return out, nil
 		}
-		q.Cursor = page.Cursor
+		// Every shard with items left shows its next one before the
+		// merge picks, so the pick is the greatest sort key of all.
+		for n := range shards {
+			for len(shards[n].items) == 0 && !shards[n].done {
+				if queries == discoveryQueries*ListingShards {
+					// The page's Queries are spent: continue after what was examined.
+					out.Cursor = encodeListingCursor(f, last)
+					return out, nil
+				}
+				if err := shards[n].read(ctx, s.store); err != nil {
+					return Listing{}, apierror.FromStore("list worlds", err)
+				}
+				queries++
+			}
+		}
+		pick := -1
+		for n := range shards {
+			if len(shards[n].items) > 0 && (pick < 0 || shards[n].head() > shards[pick].head()) {
+				pick = n
+			}
+		}
+		if pick < 0 {
+			return out, nil // every shard read to its end
+		}
+		if len(out.Worlds) == f.Limit {
+			// A world beyond the page exists: continue after the last one shown.
+			out.Cursor = encodeListingCursor(f, last)
+			return out, nil
+		}
+		it := shards[pick].items[0]
+		shards[pick].items = shards[pick].items[1:]
+		last = it.Str(store.AttrGSI1SK)
+		w, err := decodeSummary(it)
+		if err != nil {
+			return Listing{}, internal(err)
+		}
+		if f.Status != StatusAny && w.Status != f.Status {
+			continue
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(w.Name), needle) && !strings.Contains(strings.ToLower(w.Description), needle) {
+			continue
+		}
+		out.Worlds = append(out.Worlds, w)
 	}
-	// The page's Queries are spent: continue after what was examined.
-	out.Cursor = encodeListingCursor(f, last)
-	return out, nil
 }
+
+// listingReader is one shard of a listing as a page reads it: the items
+// read and not yet merged, and where its Query goes on.
+type listingReader struct {
+	q     store.Query
+	items []store.Item
+	done  bool // the shard has no items beyond those read
+}
+
+// read reads the shard's next page of items.
+func (r *listingReader) read(ctx context.Context, st store.Store) error {
+	page, err := st.Query(ctx, r.q)
+	if err != nil {
+		return err
+	}
+	r.items = append(r.items, page.Items...)
+	r.q.Cursor = page.Cursor
+	r.done = page.Cursor == ""
+	return nil
+}
+
+func (r *listingReader) head() string { return r.items[0].Str(store.AttrGSI1SK) }
 
 func decodeSummary(it store.Item) (Summary, error) {
 	w := Summary{

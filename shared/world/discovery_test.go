@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/store/storetest/stores"
@@ -77,8 +78,9 @@ func pageCount(t testing.TB, s *world.Service, counted *storetest.Counting, f wo
 
 // TestDiscoverPagesEveryWorldOnce: paging a listing (newest, by members,
 // by category, with q, closed and any) returns every world the filter
-// keeps exactly once and in order, each page 1 gsi1 Query unless closed
-// worlds or q skip items (then at most 4). 45 worlds on every engine keep
+// keeps exactly once and in order, merged from the listing's
+// world.ListingShards gsi1 partitions: each page 1 Query a shard unless
+// closed worlds or q skip items (then at most 4 a shard). 45 worlds on every engine keep
 // it at a few seconds on DynamoDB Local; BenchmarkDiscover5000 is the same
 // check over 5,000 worlds.
 func TestDiscoverPagesEveryWorldOnce(t *testing.T) {
@@ -119,15 +121,15 @@ func TestDiscoverPagesEveryWorldOnce(t *testing.T) {
 				want       []string
 				maxQueries int64
 			}{
-				{"newest", world.Filter{Sort: world.SortNewest, Limit: 7}, newestOpen, 2},
-				{"members", world.Filter{Limit: 7}, byMembers, 2},
+				{"newest", world.Filter{Sort: world.SortNewest, Limit: 7}, newestOpen, 2 * shards},
+				{"members", world.Filter{Limit: 7}, byMembers, 2 * shards},
 				{"category ignoring case", world.Filter{Sort: world.SortNewest, Category: "CHAT", Limit: 5},
-					open(func(i int) bool { return i%7 != 0 && i%3 == 1 }), 2},
+					open(func(i int) bool { return i%7 != 0 && i%3 == 1 }), 2 * shards},
 				{"q", world.Filter{Sort: world.SortNewest, Query: "NEEDLE", Limit: 3},
-					open(func(i int) bool { return i%7 != 0 && i%10 == 0 }), 4},
+					open(func(i int) bool { return i%7 != 0 && i%10 == 0 }), 4 * shards},
 				{"closed", world.Filter{Sort: world.SortNewest, Status: world.StatusClosed, Limit: 4},
-					open(func(i int) bool { return i%7 == 0 }), 4},
-				{"any, one page", world.Filter{Sort: world.SortNewest, Status: world.StatusAny, Limit: 100}, open(func(int) bool { return true }), 1},
+					open(func(i int) bool { return i%7 == 0 }), 4 * shards},
+				{"any, one page", world.Filter{Sort: world.SortNewest, Status: world.StatusAny, Limit: 100}, open(func(int) bool { return true }), shards},
 			} {
 				got := pageAll(t, s, counted, tc.f, tc.maxQueries)
 				if !slices.Equal(got, tc.want) {
@@ -141,6 +143,9 @@ func TestDiscoverPagesEveryWorldOnce(t *testing.T) {
 		})
 	}
 }
+
+// shards is the Queries a page makes at least: one a listing shard.
+const shards = world.ListingShards
 
 func head(ids []string) []string { return ids[:min(len(ids), 5)] }
 
@@ -221,7 +226,7 @@ func TestDiscoverFollowsManifest(t *testing.T) {
 
 // BenchmarkDiscover5000 creates 5,000 worlds on the memory engine and
 // pages the newest listing 20 at a time: every world exactly once, and
-// the Queries per page (reported as queries/page) stay 1.
+// the Queries per page (reported as queries/page) stay one a shard.
 func BenchmarkDiscover5000(b *testing.B) {
 	counted := &storetest.Counting{Store: memory.New()}
 	c := &clock{now: t0}
@@ -236,7 +241,7 @@ func BenchmarkDiscover5000(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		got, pages, queries := pageCount(b, s, counted, world.Filter{Sort: world.SortNewest, Limit: 20}, 1)
+		got, pages, queries := pageCount(b, s, counted, world.Filter{Sort: world.SortNewest, Limit: 20}, shards)
 		seen := map[string]bool{}
 		for _, id := range got {
 			if seen[id] {
@@ -249,5 +254,75 @@ func BenchmarkDiscover5000(b *testing.B) {
 		}
 		b.ReportMetric(float64(queries)/float64(pages), "queries/page")
 		b.ReportMetric(float64(pages), "pages")
+	}
+}
+
+// TestDiscoverSpentQueriesContinue: a q that matches 3 of 480 worlds spends
+// a page's Queries (discoveryQueries a shard, 25 items each) before it has
+// its limit; the page answers what matched with a cursor, and paging on
+// finds every match once, newest first, no page over 4 Queries a shard.
+func TestDiscoverSpentQueriesContinue(t *testing.T) {
+	counted := &storetest.Counting{Store: memory.New()}
+	c := &clock{now: t0}
+	s := world.New(counted, world.WithClock(c.Now), world.WithIDs(testIDs))
+	ctx := context.Background()
+	var want []string
+	for i := range 480 {
+		c.Advance(time.Millisecond)
+		m := world.Manifest{ID: fmt.Sprintf("q%05d", i)}
+		if i%160 == 5 {
+			m.Description = "the needle"
+			want = append([]string{m.ID}, want...)
+		}
+		if _, _, err := s.PutWorld(ctx, m, key(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, pages, _ := pageCount(t, s, counted, world.Filter{Sort: world.SortNewest, Query: "needle", Limit: 10}, 4*shards)
+	if !slices.Equal(got, want) {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+	if pages < 2 {
+		t.Fatalf("%d page(s): the Queries were never spent", pages)
+	}
+}
+
+// TestListingFromBeforeTheShardsMoves: a world whose listing items are in
+// the unsharded partitions (written before the listings were sharded) is
+// missing from the listing until its next join, which moves them to its
+// shard.
+func TestListingFromBeforeTheShardsMoves(t *testing.T) {
+	st := memory.New()
+	c := &clock{now: t0}
+	s := world.New(st, world.WithClock(c.Now), world.WithIDs(testIDs))
+	ctx := context.Background()
+	if _, _, err := s.PutWorld(ctx, world.Manifest{ID: "old", Category: "games"}, key(0)); err != nil {
+		t.Fatal(err)
+	}
+	for sk, pk := range map[string]string{"LIST#new#all": "WORLDS#new#*", "LIST#new#cat": "WORLDS#new#c:games",
+		"LIST#mem#all": "WORLDS#mem#*", "LIST#mem#cat": "WORLDS#mem#c:games"} {
+		if _, err := st.Write(ctx, store.Update(store.Key{PK: world.WorldPK("old"), SK: sk}).SetAttr(store.AttrGSI1PK, store.S(pk))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := func() int {
+		n := 0
+		for _, f := range []world.Filter{{}, {Sort: world.SortNewest}, {Category: "games"}, {Sort: world.SortNewest, Category: "games"}} {
+			l, err := s.Discover(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(l.Worlds)
+		}
+		return n
+	}
+	if n := listed(); n != 0 {
+		t.Fatalf("listed %d times from the unsharded partitions", n)
+	}
+	if _, _, err := s.Join(ctx, "old", key(1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := listed(); n != 4 {
+		t.Fatalf("listed in %d of the 4 listings after a join, want all", n)
 	}
 }

@@ -194,6 +194,14 @@ func WebhookKey(world, awnID string) store.Key {
 // WebhookPrefix is the sort-key prefix of a world's webhook items.
 const WebhookPrefix = webhookPrefix
 
+// WebhookStatsKey is the key of the delivery counters of awnID's webhook in
+// world (package webhook owns the item): a partition of their own, so the
+// deliveries of a fan-out to many webhooks write as many partitions, not
+// the world's.
+func WebhookStatsKey(world, awnID string) store.Key {
+	return store.Key{PK: "WHSTATS#" + world + "#" + awnID, SK: "STATS"}
+}
+
 // SharedEventsPK is the partition of a world's public and agents-visible
 // events.
 func SharedEventsPK(world string) string { return eventsPrefix + world }

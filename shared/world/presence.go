@@ -18,7 +18,9 @@ import (
 //   - its webhook answered the last delivery or probe sent to it (the
 //     latest of the webhook item's lastSuccessAt / lastErrorAt and the
 //     member item's probeOkAt / probeFailAt is a success, and the webhook
-//     is enabled),
+//     is enabled; package webhook writes those two on the webhook item
+//     only for an outcome that changes this answer, which then decides as
+//     the latest outcomes would, and every outcome on its counters item),
 //
 // unless its registration is offline (PUT /api/v1/agents/{name}/presence):
 // registryOffline on the member item, kept by SetRegistryPresence in every
@@ -55,7 +57,9 @@ const (
 )
 
 // Attributes of the webhook item (package webhook writes them) that the
-// presence rule reads.
+// presence rule reads; the counters and latest outcomes by the same names
+// are on the webhook's counters item (WebhookStatsKey), which the agent's
+// view reads.
 const (
 	hookAttrEnabled       = "enabled"
 	hookAttrLastSuccessAt = "lastSuccessAt"
@@ -207,6 +211,23 @@ func (s *Service) readHook(ctx context.Context, world, awnID string) (Hook, erro
 		return Hook{}, err
 	}
 	return decodeHook(it), nil
+}
+
+// readHookStats fills h's counters and latest outcomes from the webhook's
+// counters item (WebhookStatsKey; absent: none yet). The webhook item
+// keeps only the outcomes that changed whether it answered, which decide
+// presence as the latest would (package webhook's doc); the view shows the
+// latest.
+func (s *Service) readHookStats(ctx context.Context, world, awnID string, h Hook) (Hook, error) {
+	it, err := s.store.Get(ctx, WebhookStatsKey(world, awnID))
+	if errors.Is(err, store.ErrNotFound) {
+		it = store.Item{}
+	} else if err != nil {
+		return Hook{}, err
+	}
+	h.Delivered, h.Failed, h.LastError = intAttr(it, hookAttrDelivered), intAttr(it, hookAttrFailed), it.Str(hookAttrLastError)
+	h.LastSuccessAt, h.LastErrorAt = timeAttr(it, hookAttrLastSuccessAt), timeAttr(it, hookAttrLastErrorAt)
+	return h, nil
 }
 
 // settle announces m's presence at now when it differs from the one

@@ -30,11 +30,12 @@ const Function = "world-deleter"
 
 // Partitions names the per-agent partitions in a world that packages
 // other than world own: the agent's pending webhook retries, its dead
-// letters and its rate windows.
+// letters, its webhook's counters and its rate windows.
 func Partitions(worldID, awnID string) []string {
 	return []string{
 		webhook.RetryPK(worldID, awnID),
 		webhook.DeadLetterPK(worldID, awnID),
+		world.WebhookStatsKey(worldID, awnID).PK,
 		ratelimit.WindowKey(worldID, awnID, "", time.Time{}).PK,
 	}
 }
