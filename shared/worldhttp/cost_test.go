@@ -106,7 +106,7 @@ func TestRequestCost(t *testing.T) {
 		over string
 	}{
 		{"create world", "put", a, "PUT", "/v0/worlds/cost", fmt.Sprintf(`{"publicKey":%q,"name":"Cost"}`, b64(key(a[0]))), 201, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1}, 2, ""}, // manifest + owner's index item
-		{"update world (owner, no publicKey)", "put", a, "PUT", "/v0/worlds/cost", `{"name":"Cost 2"}`, 200, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1}, 2, ""}, // the owner's key known since the create
+		{"update world (owner, no publicKey)", "put", a, "PUT", "/v0/worlds/cost", `{"name":"Cost 2"}`, 200, map[string]int{"GetItem": 1, "PutItem": 1, "TransactWriteItems": 1}, 2, ""},                     // the owner's key known since the create
 		{"get world", "get", nil, "GET", "/v0/worlds/cost", "", 200, map[string]int{"GetItem": 1}, 1, ""},
 		{"card", "card", nil, "GET", "/v0/worlds/cost/.well-known/agent-card.json", "", 200, map[string]int{"GetItem": 1}, 1, ""},
 		// A join: first, side by side, the nonce (PutItem) and the
