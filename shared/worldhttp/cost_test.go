@@ -67,6 +67,8 @@ func TestRequestCost(t *testing.T) {
 		"act":      must(worldhttp.NewAct(fn(o, "world-act"), w)),
 		"events":   must(worldhttp.NewEvents(fn(o, "world-events"), w)),
 		"card":     must(worldhttp.NewCard(fn(o, "world-card"), w)),
+		"kick":     must(worldhttp.NewKick(fn(o, "world-kick"), w, w)),
+		"bans":     must(worldhttp.NewBans(fn(o, "world-bans"), w, w)),
 	}
 	call := func(fn string, k []byte, method, path, body string) int {
 		t.Helper()
@@ -91,6 +93,8 @@ func TestRequestCost(t *testing.T) {
 	a, b := []byte{21}, []byte{22}
 	joinBody := func(k []byte) string { return fmt.Sprintf(`{"publicKey":%q}`, b64(key(k[0]))) }
 	bID := auth.AWNID(pub(key(b[0])))
+	c := []byte{24}
+	cID := auth.AWNID(pub(key(c[0])))
 	m.Take()
 	steps := []struct {
 		name         string
@@ -137,6 +141,12 @@ func TestRequestCost(t *testing.T) {
 		// beside the pages.
 		{"events (again)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 2, "UpdateItem": 1}, 2, ""},
 		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 4, "PutItem": 1, "Query": 1, "TransactWriteItems": 1}, 2, ""},
+		{"join (a third agent)", "join", c, "POST", "/v0/worlds/cost/join", joinBody(c), 201, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 3, "TransactWriteItems": 1, "UpdateItem": 1}, 2, ""},
+		// Owner routes: the key lookup reads the manifest, which the
+		// ownership check then takes from the request's memo.
+		{"kick (owner)", "kick", a, "POST", "/v0/worlds/cost/members/" + cID + "/kick", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1, "TransactWriteItems": 1}, 3,
+			"the owner's key is in the manifest (1), the removal reads the member, the manifest and the inbox (2) for its one transaction (3)"},
+		{"bans (owner)", "bans", a, "GET", "/v0/worlds/cost/bans", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1}, 2, ""},
 	}
 	for _, s := range steps {
 		if got := call(s.fn, s.k, s.method, s.path, s.body); got != s.status {
