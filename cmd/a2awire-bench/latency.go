@@ -35,7 +35,7 @@ const (
 	usdReadUnit       = 0.125 / 1e6  // DynamoDB on-demand, per read request unit
 	usdWriteUnit      = 0.625 / 1e6  // DynamoDB on-demand, per write request unit
 	usdSQSRequest     = 0.40 / 1e6   // SQS standard, per request (none of these routes)
-	usdStreamRead     = 0.02 / 1e5   // DynamoDB Streams GetRecords, $0.02 per 100,000 (none of these routes)
+	usdStreamRead     = 0.02 / 1e5   // DynamoDB Streams GetRecords, $0.02 per 100,000: not billed when a Lambda trigger reads
 )
 
 // usdPerMillion is what a million requests cost at the list prices above:
@@ -127,7 +127,7 @@ func latencyRow(row Row, r latencyRoute, proxy time.Duration, s latencySample) R
 	return row
 }
 
-// latencyRows are rows 7a–7p: each world route's p50/p99 end to end
+// latencyRows are rows 7a–7s: each world route's p50/p99 end to end
 // through the harness (gateway stand-in, Lambda stand-in, handler) on
 // DynamoDB Local behind a proxy adding proxyMS to every call, with the
 // sequential round trips of its critical path (shared/store/roundtrips),
@@ -181,6 +181,14 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		}},
 		{"7o", "world bans list by its owner", "world-bans", 200, fixed(a.key, "GET", "/v0/worlds/bench-owned/bans", "")},
 		{"7p", "registry lookup (public)", "registry", 200, fixed(nil, "GET", "/api/v1/agents", "")},
+		{"7q", "the network's agent card (public)", "registry", 200, fixed(nil, "GET", "/.well-known/agent-card.json", "")},
+		{"7r", "OpenAPI document (public)", "openapi", 200, fixed(nil, "GET", "/openapi.json", "")},
+		{"7s", "world close and reopen by its owner, alternately", "world-close", 200, func(_ context.Context, i int) (latencyRequest, error) {
+			if i%2 == 0 {
+				return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/close", ""}, nil
+			}
+			return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/reopen", ""}, nil
+		}},
 	}
 	var rows []Row
 	for _, r := range routesMeasured {
