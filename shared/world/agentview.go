@@ -201,16 +201,21 @@ func (s *Service) AgentWorlds(ctx context.Context, awnID string, limit int, curs
 // is gone.
 func (s *Service) viewRow(ctx context.Context, awnID, sk string) (AgentWorld, bool, error) {
 	if w, ok := strings.CutPrefix(sk, joinedPrefix); ok {
+		// The member and its webhook side by side: one round trip.
+		var h Hook
+		var herr error
+		var hw sync.WaitGroup
+		hw.Go(func() { h, herr = s.readHook(ctx, w, awnID) })
 		m, err := s.readMember(ctx, w, awnID)
+		hw.Wait()
 		if errors.Is(err, store.ErrNotFound) {
 			return AgentWorld{}, false, nil
 		}
 		if err != nil {
 			return AgentWorld{}, false, apierror.FromStore("read member", err)
 		}
-		h, err := s.readHook(ctx, w, awnID)
-		if err != nil {
-			return AgentWorld{}, false, apierror.FromStore("read webhook", err)
+		if herr != nil {
+			return AgentWorld{}, false, apierror.FromStore("read webhook", herr)
 		}
 		return AgentWorld{World: w, Role: RoleMember, Member: m, Hook: h, Presence: PresenceOf(m, h, s.now())}, true, nil
 	}

@@ -69,6 +69,7 @@ func TestRequestCost(t *testing.T) {
 		"card":     must(worldhttp.NewCard(fn(o, "world-card"), w)),
 		"kick":     must(worldhttp.NewKick(fn(o, "world-kick"), w, w)),
 		"bans":     must(worldhttp.NewBans(fn(o, "world-bans"), w, w)),
+		"view":     must(worldhttp.NewAgentWorlds(fn(o, "agent-worlds"), w, nil)),
 	}
 	call := func(fn string, k []byte, method, path, body string) int {
 		t.Helper()
@@ -147,6 +148,9 @@ func TestRequestCost(t *testing.T) {
 		{"kick (owner)", "kick", a, "POST", "/v0/worlds/cost/members/" + cID + "/kick", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1, "TransactWriteItems": 1}, 3,
 			"the owner's key is in the manifest (1), the removal reads the member, the manifest and the inbox (2) for its one transaction (3)"},
 		{"bans (owner)", "bans", a, "GET", "/v0/worlds/cost/bans", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1}, 2, ""},
+		// The agent's own view, its key known: the index beside the
+		// nonce, then each world's items.
+		{"agent's worlds", "view", a, "GET", "/v0/agents/" + auth.AWNID(pub(key(a[0]))) + "/worlds", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1}, 2, ""},
 	}
 	for _, s := range steps {
 		if got := call(s.fn, s.k, s.method, s.path, s.body); got != s.status {
