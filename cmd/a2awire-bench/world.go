@@ -250,8 +250,8 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 
 	// 4k: an event poll without waiting (not rate limited; the UpdateItem
 	// records the poll for presence).
-	measure(4, budget{calls: with(false, map[string]int{"Query": 2, "UpdateItem": 1}),
-		text: "2 Query (shared and private events) + 1 UpdateItem (poll recorded) + " + authCalls},
+	measure(4, budget{calls: with(false, map[string]int{"GetItem": 1, "Query": 2, "UpdateItem": 1, "TransactWriteItems": 1}),
+		text: "1 GetItem (the event head) + 2 Query (shared and private events) + 1 UpdateItem (poll recorded) + 1 TransactWriteItems (the first poll's presence.changed) + " + authCalls},
 		"events", b, "GET", "/v0/worlds/"+w+"/events", "", http.StatusOK)
 
 	// 4l: the limiter's check alone, then a send it refuses.
