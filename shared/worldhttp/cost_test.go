@@ -35,10 +35,12 @@ func TestMain(m *testing.M) {
 
 // TestRequestCost pins the DynamoDB calls of one request on each world route
 // on DynamoDB Local, auth included (docs/worlds.md's table of calls per
-// request): a signed request claims its nonce (one conditional PutItem), a
-// member route finds the signing key within the world (one GetItem), a
-// limited route counts the request (one UpdateItem), then the domain's own
-// calls.
+// request), and its sequential round trips (shared/store/roundtrips, each
+// call held 15 ms so that calls made side by side overlap): a signed
+// request's nonce claim (PutItem), its rate-limit count (UpdateItem) and
+// its membership checks ride on its first store call (shared/store/guard),
+// so a step fails when it takes a round trip more than pinned, and any
+// step past maxSequential fails unless it says why (over; docs/cost.md).
 func TestRequestCost(t *testing.T) {
 	m := capacity.New()
 	client, table := dynamolocal.NewTable(t, local, m.Option())
