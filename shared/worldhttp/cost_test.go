@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 // TestRequestCost pins the DynamoDB calls of one request on each world route
 // on DynamoDB Local, auth included (docs/worlds.md's table of calls per
 // request), and its sequential round trips (shared/store/roundtrips, each
-// call held 15 ms so that calls made side by side overlap): a signed
+// call held 50 ms so that calls made side by side overlap): a signed
 // request's nonce claim (PutItem), its rate-limit count (UpdateItem) and
 // its membership checks ride on its first store call (shared/store/guard),
 // so a step fails when it takes a round trip more than pinned, and any
@@ -44,7 +44,10 @@ func TestMain(m *testing.M) {
 func TestRequestCost(t *testing.T) {
 	m := capacity.New()
 	client, table := dynamolocal.NewTable(t, local, m.Option())
-	rt := roundtrips.WithDelay(dynamo.New(client, table), 15*time.Millisecond)
+	// Each call held 50 ms: calls a handler starts side by side all start
+	// before the first ends even when -race and a loaded machine delay a
+	// goroutine's start by tens of milliseconds (15 ms was not enough).
+	rt := roundtrips.WithDelay(dynamo.New(client, table), 50*time.Millisecond)
 	st := store.Store(rt)
 	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "https://net.example", nil, nil)
 	o := deps.Options
