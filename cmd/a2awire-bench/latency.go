@@ -17,6 +17,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/logging"
 	"github.com/a2awire/a2awire/shared/ratelimit"
+	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
@@ -33,16 +34,15 @@ const (
 	usdLambdaGBSecond = 0.0000133334 // Lambda arm64, per GB-second (first 7.5 G GB-s a month)
 	usdReadUnit       = 0.125 / 1e6  // DynamoDB on-demand, per read request unit
 	usdWriteUnit      = 0.625 / 1e6  // DynamoDB on-demand, per write request unit
-	lambdaMemoryGB    = 256.0 / 1024 // the world functions' MemoryMB in shared/routes
 	usdSQSRequest     = 0.40 / 1e6   // SQS standard, per request (none of these routes)
-	usdStreamRead     = 0.02 / 1e5   // DynamoDB Streams GetRecords, $0.02 per 100,000 (none of these routes)
+	usdStreamRead     = 0.02 / 1e5   // DynamoDB Streams GetRecords, $0.02 per 100,000: not billed when a Lambda trigger reads
 )
 
 // usdPerMillion is what a million requests cost at the list prices above:
-// the gateway, Lambda's request and its duration (ms at the configured
-// memory) and DynamoDB's units.
-func usdPerMillion(ms, readUnits, writeUnits float64) float64 {
-	per := usdHTTPAPI + usdLambdaRequest + ms/1000*lambdaMemoryGB*usdLambdaGBSecond +
+// the gateway, Lambda's request and its duration (ms at memoryMB, the
+// function's configured memory) and DynamoDB's units.
+func usdPerMillion(ms float64, memoryMB int, readUnits, writeUnits float64) float64 {
+	per := usdHTTPAPI + usdLambdaRequest + ms/1000*float64(memoryMB)/1024*usdLambdaGBSecond +
 		readUnits*usdReadUnit + writeUnits*usdWriteUnit
 	return per * 1e6
 }
@@ -69,29 +69,126 @@ func delayProxy(endpoint string, d time.Duration) (*httptest.Server, error) {
 
 // latencyRoute is one route of the latency rows.
 type latencyRoute struct {
-	id, name           string
-	signer             worldMember
-	method, path, body string
-	status             int
+	id, name string
+	fn       string // the function serving it (its configured memory)
+	status   int
+	// next prepares request i (setup it needs, e.g. a member to remove,
+	// is done here and not measured) and returns it; a nil key sends it
+	// unsigned.
+	next func(ctx context.Context, i int) (latencyRequest, error)
 }
 
-// latencyRows are rows 7a–7d: each signed world route's p50/p99 end to
-// end through the harness (gateway stand-in, Lambda stand-in, handler) on
+// latencyRequest is one request of a latency row.
+type latencyRequest struct {
+	key                ed25519.PrivateKey
+	method, path, body string
+}
+
+// fixed is a route whose every request is the same.
+func fixed(k ed25519.PrivateKey, method, path, body string) func(context.Context, int) (latencyRequest, error) {
+	return func(context.Context, int) (latencyRequest, error) { return latencyRequest{k, method, path, body}, nil }
+}
+
+// latencySample is what one route's measured requests came to.
+type latencySample struct {
+	ms         []float64 // each request's time, end to end
+	depth      int       // the most sequential round trips of any
+	calls      map[string]int
+	readUnits  float64 // summed over the requests
+	writeUnits float64
+}
+
+// latencyRow is route r's row from its sample: the values results.json
+// carries for it (sequential_round_trips, proxy_ms, p50_ms, p99_ms,
+// usd_per_million, calls, read_units, write_units per request,
+// memory_mb).
+func latencyRow(row Row, r latencyRoute, proxy time.Duration, s latencySample) Row {
+	n := len(s.ms)
+	if n == 0 {
+		return failed(row, fmt.Errorf("no request measured"))
+	}
+	ms := slices.Clone(s.ms)
+	slices.Sort(ms)
+	p50, p99 := ms[n/2], ms[min(n-1, n*99/100)]
+	calls := map[string]int{}
+	total := 0
+	for op, c := range s.calls {
+		calls[op] = (c + n/2) / n
+		total += c
+	}
+	ru, wu := s.readUnits/float64(n), s.writeUnits/float64(n)
+	mem := routes.Config(r.fn).MemoryMB
+	usd := usdPerMillion(p50, mem, ru, wu)
+	row.Status = within(s.depth <= 2)
+	row.Result = fmt.Sprintf("%d sequential round trips; p50 %.1f ms, p99 %.1f ms; %s; %.2g read + %.2g write units; $%.2f per million", s.depth, p50, p99, callsString(calls), ru, wu, usd)
+	row.Values = map[string]float64{"sequential_round_trips": float64(s.depth), "proxy_ms": float64(proxy.Microseconds()) / 1000,
+		"p50_ms": p50, "p99_ms": p99, "usd_per_million": usd, "calls": float64(total) / float64(n), "read_units": ru, "write_units": wu,
+		"memory_mb": float64(mem)}
+	return row
+}
+
+// latencyRows are rows 7a–7s: each world route's p50/p99 end to end
+// through the harness (gateway stand-in, Lambda stand-in, handler) on
 // DynamoDB Local behind a proxy adding proxyMS to every call, with the
 // sequential round trips of its critical path (shared/store/roundtrips),
 // its calls and units (capacity) and its dollars per million. Each route
 // is warmed once (a warm instance: the member key cached), then measured n
-// times in a row, one request at a time.
+// times in a row, one request at a time; what a request needs first (a
+// member to remove) is set up before it and not counted.
 func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, proxy time.Duration, n int) []Row {
-	method := fmt.Sprintf("signed requests over HTTP through local/harness (gateway + Lambda stand-ins) on DynamoDB Local behind a proxy adding %v to every call, %d requests per route one at a time after one warm-up; "+
-		"sequential round trips = the deepest call's depth (shared/store/roundtrips), calls and units from shared/store/dynamo/capacity; "+
-		"usd_per_million = API Gateway HTTP API + Lambda request + Lambda arm64 duration at p50 and 256 MB + DynamoDB on-demand units (%s); target ≤ 2 round trips", proxy, n, pricesDated)
+	method := fmt.Sprintf("requests over HTTP through local/harness (gateway + Lambda stand-ins) on DynamoDB Local behind a proxy adding %v to every call, %d requests per route one at a time after one warm-up; "+
+		"sequential round trips = the deepest call's depth (shared/store/roundtrips), calls and units from shared/store/dynamo/capacity (DynamoDB Local reports a transaction's units low: docs/cost.md); "+
+		"usd_per_million = API Gateway HTTP API + Lambda request + Lambda arm64 duration at p50 and the function's memory + DynamoDB on-demand units (%s); target ≤ 2 round trips", proxy, n, pricesDated)
 	a, b := newWorldMember(71), newWorldMember(72)
+	joinBody := func(m worldMember) string { return fmt.Sprintf(`{"publicKey":%q}`, m.publicKey()) }
+	// Fresh keys for the routes that end or start a membership per
+	// request: request i of a row uses seed base+i.
+	fresh := func(base, i int) worldMember {
+		k := ed25519.NewKeyFromSeed(append(make([]byte, ed25519.SeedSize-4), byte(base>>8), byte(base), byte(i>>8), byte(i)))
+		return worldMember{key: k, id: auth.AWNID(k.Public().(ed25519.PublicKey))}
+	}
+	var srvURL string
+	joinFresh := func(ctx context.Context, m worldMember, world string) error {
+		st, body, err := httpSigned(ctx, srvURL, m.key, "POST", "/v0/worlds/"+world+"/join", joinBody(m))
+		if err != nil || (st != 200 && st != 201) {
+			return fmt.Errorf("join: %d %s %v", st, body, err)
+		}
+		return nil
+	}
 	routesMeasured := []latencyRoute{
-		{"7a", "world send", a, "POST", "/v0/worlds/lobby/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, b.id), 201},
-		{"7b", "world messages (peek)", b, "GET", "/v0/worlds/lobby/messages?peek=true&limit=10", "", 200},
-		{"7c", "world event poll (wait=0)", b, "GET", "/v0/worlds/lobby/events", "", 200},
-		{"7d", "world agents list", a, "GET", "/v0/worlds/lobby/agents", "", 200},
+		{"7a", "world send", "world-send", 201, fixed(a.key, "POST", "/v0/worlds/lobby/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, b.id))},
+		{"7b", "world messages (peek)", "world-messages", 200, fixed(b.key, "GET", "/v0/worlds/lobby/messages?peek=true&limit=10", "")},
+		{"7c", "world event poll (wait=0)", "world-events", 200, fixed(b.key, "GET", "/v0/worlds/lobby/events", "")},
+		{"7d", "world agents list", "world-agents", 200, fixed(a.key, "GET", "/v0/worlds/lobby/agents", "")},
+		{"7e", "world join (a new member each request)", "world-join", 201, func(_ context.Context, i int) (latencyRequest, error) {
+			m := fresh(0x7e00, i)
+			return latencyRequest{m.key, "POST", "/v0/worlds/lobby/join", joinBody(m)}, nil
+		}},
+		{"7f", "world leave (a member joined before each request)", "world-leave", 200, func(ctx context.Context, i int) (latencyRequest, error) {
+			m := fresh(0x7f00, i)
+			return latencyRequest{m.key, "POST", "/v0/worlds/lobby/leave", ""}, joinFresh(ctx, m, "lobby")
+		}},
+		{"7g", "world ping (a member without a webhook)", "world-ping", 200, fixed(a.key, "POST", "/v0/worlds/lobby/ping", fmt.Sprintf(`{"target":%q}`, b.id))},
+		{"7h", "world action", "world-act", 201, fixed(a.key, "POST", "/v0/worlds/lobby/actions", `{"action":"wave"}`)},
+		{"7i", "world update by its owner (no publicKey)", "world-put", 200, fixed(a.key, "PUT", "/v0/worlds/bench-owned", `{"name":"Bench"}`)},
+		{"7j", "world read (public)", "world-get", 200, fixed(nil, "GET", "/v0/worlds/lobby", "")},
+		{"7k", "world agent card (public)", "world-card", 200, fixed(nil, "GET", "/v0/worlds/lobby/.well-known/agent-card.json", "")},
+		{"7l", "world discovery (public)", "world-list", 200, fixed(nil, "GET", "/v0/worlds?limit=20", "")},
+		{"7m", "the agent's worlds", "agent-worlds", 200, fixed(a.key, "GET", "/v0/agents/"+a.id+"/worlds", "")},
+		{"7n", "world kick by its owner (a member joined before each request)", "world-kick", 200, func(ctx context.Context, i int) (latencyRequest, error) {
+			m := fresh(0x7100, i)
+			return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/members/" + m.id + "/kick", ""}, joinFresh(ctx, m, "bench-owned")
+		}},
+		{"7o", "world bans list by its owner", "world-bans", 200, fixed(a.key, "GET", "/v0/worlds/bench-owned/bans", "")},
+		{"7p", "registry lookup (public)", "registry", 200, fixed(nil, "GET", "/api/v1/agents", "")},
+		{"7q", "the network's agent card (public)", "registry", 200, fixed(nil, "GET", "/.well-known/agent-card.json", "")},
+		{"7r", "OpenAPI document (public)", "openapi", 200, fixed(nil, "GET", "/openapi.json", "")},
+		{"7s", "world close and reopen by its owner, alternately", "world-close", 200, func(_ context.Context, i int) (latencyRequest, error) {
+			if i%2 == 0 {
+				return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/close", ""}, nil
+			}
+			return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/reopen", ""}, nil
+		}},
 	}
 	var rows []Row
 	for _, r := range routesMeasured {
@@ -113,7 +210,7 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 	// Limits far above the rows' requests: the rows measure the path,
 	// not the 429.
 	env := map[string]string{}
-	for _, op := range []ratelimit.Op{ratelimit.Send, ratelimit.Read, ratelimit.Agents, ratelimit.Ping, ratelimit.Actions} {
+	for _, op := range []ratelimit.Op{ratelimit.Send, ratelimit.Read, ratelimit.Agents, ratelimit.Ping, ratelimit.Actions, ratelimit.Join} {
 		env[ratelimit.EnvVar(op)] = "1000000"
 	}
 	// The stream triggers (webhook delivery) read the table's stream
@@ -129,59 +226,64 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
+	srvURL = srv.URL
 	if _, _, err := harness.SeedLobby(ctx, rt, h.NetworkKey()); err != nil {
 		return fail(err)
 	}
 	for _, w := range []worldMember{a, b} {
-		if st, body, err := httpSigned(ctx, srv.URL, w.key, "POST", "/v0/worlds/lobby/join", fmt.Sprintf(`{"publicKey":%q}`, w.publicKey())); err != nil || (st != 200 && st != 201) {
-			return fail(fmt.Errorf("join: %d %s %v", st, body, err))
+		if err := joinFresh(ctx, w, "lobby"); err != nil {
+			return fail(err)
 		}
 	}
+	if st, body, err := httpSigned(ctx, srv.URL, a.key, "PUT", "/v0/worlds/bench-owned", fmt.Sprintf(`{"publicKey":%q,"name":"Bench"}`, a.publicKey())); err != nil || (st != 200 && st != 201) {
+		return fail(fmt.Errorf("create bench-owned: %d %s %v", st, body, err))
+	}
 	for i, r := range routesMeasured {
-		w, meth, path, body := r.signer, r.method, r.path, r.body
-		// The warm-up: the instance's member key cache filled.
-		if st, out, err := httpSigned(ctx, srv.URL, w.key, meth, path, body); err != nil || st != r.status {
-			rows[i] = failed(rows[i], fmt.Errorf("warm-up: %d %s %v", st, out, err))
+		s, err := measureRoute(ctx, srv.URL, r, m, rt, n)
+		if err != nil {
+			rows[i] = failed(rows[i], err)
 			continue
 		}
-		m.Reset()
-		rt.Take()
-		var ms []float64
-		depth := 0
-		var bad error
-		for range n {
-			start := time.Now()
-			st, out, err := httpSigned(ctx, srv.URL, w.key, meth, path, body)
-			ms = append(ms, float64(time.Since(start).Microseconds())/1000)
-			depth = max(depth, rt.Take())
-			if err != nil || st != r.status {
-				bad = fmt.Errorf("%d %s %v", st, out, err)
-				break
-			}
-		}
-		if bad != nil {
-			rows[i] = failed(rows[i], bad)
-			continue
-		}
-		use := m.Take()
-		t := use.Total()
-		calls := map[string]int{}
-		for op, c := range use.Calls() {
-			calls[op] = (c + n/2) / n
-		}
-		slices.Sort(ms)
-		p50, p99 := ms[len(ms)/2], ms[min(len(ms)-1, len(ms)*99/100)]
-		ru, wu := t.ReadUnits/float64(n), t.WriteUnits/float64(n)
-		usd := usdPerMillion(p50, ru, wu)
-		rows[i].Status = within(depth <= 2)
-		rows[i].Result = fmt.Sprintf("%d sequential round trips; p50 %.1f ms, p99 %.1f ms; %s; %.2g read + %.2g write units; $%.2f per million", depth, p50, p99, callsString(calls), ru, wu, usd)
-		rows[i].Values = map[string]float64{"sequential_round_trips": float64(depth), "proxy_ms": float64(proxy.Microseconds()) / 1000,
-			"p50_ms": p50, "p99_ms": p99, "usd_per_million": usd, "calls": float64(t.Calls) / float64(n), "read_units": ru, "write_units": wu}
+		rows[i] = latencyRow(rows[i], r, proxy, s)
 	}
 	return rows
 }
 
-// httpSigned makes one signed request to base+path.
+// measureRoute warms r up with one request, then measures n, each after
+// its setup.
+func measureRoute(ctx context.Context, base string, r latencyRoute, m *capacity.Meter, rt *roundtrips.Store, n int) (latencySample, error) {
+	s := latencySample{calls: map[string]int{}}
+	for i := -1; i < n; i++ {
+		req, err := r.next(ctx, i+1) // request 0 is the warm-up
+		if err != nil {
+			return s, fmt.Errorf("setup of request %d: %w", i+1, err)
+		}
+		m.Reset()
+		rt.Take()
+		start := time.Now()
+		st, out, err := httpSigned(ctx, base, req.key, req.method, req.path, req.body)
+		took := float64(time.Since(start).Microseconds()) / 1000
+		depth := rt.Take()
+		use := m.Take()
+		if err != nil || st != r.status {
+			return s, fmt.Errorf("request %d: %d %s %v", i+1, st, out, err)
+		}
+		if i < 0 {
+			continue // the warm-up: this instance's caches filled
+		}
+		s.ms = append(s.ms, took)
+		s.depth = max(s.depth, depth)
+		for op, c := range use.Calls() {
+			s.calls[op] += c
+		}
+		t := use.Total()
+		s.readUnits += t.ReadUnits
+		s.writeUnits += t.WriteUnits
+	}
+	return s, nil
+}
+
+// httpSigned makes one request to base+path, signed by k unless k is nil.
 func httpSigned(ctx context.Context, base string, k ed25519.PrivateKey, method, path, body string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
 	if err != nil {
@@ -190,12 +292,14 @@ func httpSigned(ctx context.Context, base string, k ed25519.PrivateKey, method, 
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	s, err := auth.NewSigner(k)
-	if err != nil {
-		return 0, "", err
-	}
-	if err := s.Sign(req); err != nil {
-		return 0, "", err
+	if k != nil {
+		s, err := auth.NewSigner(k)
+		if err != nil {
+			return 0, "", err
+		}
+		if err := s.Sign(req); err != nil {
+			return 0, "", err
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

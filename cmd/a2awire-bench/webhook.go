@@ -126,10 +126,12 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 		}
 		return m.Take(), nil
 	}
+	start := time.Now()
 	private, err := deliver(world.Private, "aw:bench-hook-0")
 	if err != nil {
 		return failed(row, err)
 	}
+	privateMS := float64(time.Since(start).Microseconds()) / 1000
 	public, err := deliver(world.Public, "")
 	if err != nil {
 		return failed(row, err)
@@ -144,7 +146,15 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 	row.Result = fmt.Sprintf("private: %s; %g read + %g write units; public to 5: %s; %g read + %g write units",
 		callsString(private.Calls()), pt.ReadUnits, pt.WriteUnits, callsString(public.Calls()), ut.ReadUnits, ut.WriteUnits)
 	row.Values = map[string]float64{"private_calls": float64(pt.Calls), "public5_calls": float64(ut.Calls),
-		"private_write_units": pt.WriteUnits, "public5_read_units": ut.ReadUnits, "public5_write_units": ut.WriteUnits}
+		"private_read_units": pt.ReadUnits, "private_write_units": pt.WriteUnits, "public5_read_units": ut.ReadUnits, "public5_write_units": ut.WriteUnits,
+		"private_ms": privateMS,
+		// One delivery of a private event: the dispatcher's invocation
+		// and the deliverer's (each its own batch at worst), 3 SQS
+		// requests (send, receive, delete; batches of 10 cut them), the
+		// Lambda time of both (measured end to end here, on DynamoDB
+		// Local, against a loopback receiver) and the units; the stream's
+		// reads by a Lambda trigger are not billed.
+		"usd_per_million": deliveryUSDPerMillion(privateMS, routes.Config(dispatcher.Function).MemoryMB, pt.ReadUnits, pt.WriteUnits)}
 	row.Status = within(privBudget.allows(private.Calls()) && pubBudget.allows(public.Calls()))
 	return row
 }
@@ -215,4 +225,14 @@ func deliveryQueue() *queue.Memory {
 	cfg, _ := routes.QueueConfig(routes.DeliveryQueue)
 	return queue.NewMemory(queue.Config{VisibilityTimeout: time.Duration(cfg.VisibilityTimeoutSeconds) * time.Second, MaxReceiveCount: cfg.MaxReceiveCount},
 		queue.WithDeadLetter(queue.NewMemory(queue.Config{VisibilityTimeout: time.Minute})))
+}
+
+// deliveryUSDPerMillion is what a million webhook deliveries of one event
+// to one receiver cost at the list prices of latency.go: two Lambda
+// invocations (dispatcher, deliverer) and ms of their time at memoryMB,
+// three SQS requests, and the DynamoDB units.
+func deliveryUSDPerMillion(ms float64, memoryMB int, readUnits, writeUnits float64) float64 {
+	per := 2*usdLambdaRequest + ms/1000*float64(memoryMB)/1024*usdLambdaGBSecond + 3*usdSQSRequest +
+		readUnits*usdReadUnit + writeUnits*usdWriteUnit
+	return per * 1e6
 }

@@ -195,8 +195,8 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 	}
 
 	// 4g: a new member joins (signed, no membership yet: no rate limit).
-	measure(0, budget{calls: map[string]int{"GetItem": 2, "PutItem": 1, "UpdateItem": 1, "TransactWriteItems": 1},
-		text: "2 GetItem (member, subject) + 1 UpdateItem (slot and count) + 1 TransactWriteItems (member, key, event) + 1 PutItem (nonce)"},
+	measure(0, budget{calls: map[string]int{"GetItem": 3, "Query": 3, "PutItem": 1, "UpdateItem": 1, "TransactWriteItems": 1},
+		text: "side by side: 3 GetItem (member, subject, manifest) + 3 Query (the key's inbox, the players' page and its webhooks) + 1 PutItem (nonce) + 1 UpdateItem (join limit); then 1 TransactWriteItems (member, key, slot, count and listing, event)"},
 		"join", a, "POST", "/v0/worlds/"+w+"/join", joinBody(a), http.StatusCreated)
 
 	// 4h: a sends b one message.
@@ -244,14 +244,14 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 	}()
 
 	// 4j: the agents list of the three members (one page).
-	measure(3, budget{calls: with(true, map[string]int{"Query": 1}),
-		text: "1 Query per page of members + " + authCalls + " + 1 UpdateItem (rate limit)"},
+	measure(3, budget{calls: with(true, map[string]int{"Query": 2}),
+		text: "2 Query per page (members; their webhooks, side by side) + " + authCalls + " + 1 UpdateItem (rate limit)"},
 		"agents", a, "GET", "/v0/worlds/"+w+"/agents", "", http.StatusOK)
 
 	// 4k: an event poll without waiting (not rate limited; the UpdateItem
 	// records the poll for presence).
-	measure(4, budget{calls: with(false, map[string]int{"Query": 2, "UpdateItem": 1}),
-		text: "2 Query (shared and private events) + 1 UpdateItem (poll recorded) + " + authCalls},
+	measure(4, budget{calls: with(false, map[string]int{"GetItem": 1, "Query": 2, "UpdateItem": 1, "TransactWriteItems": 1}),
+		text: "1 GetItem (the event head) + 2 Query (shared and private events) + 1 UpdateItem (poll recorded) + 1 TransactWriteItems (the first poll's presence.changed) + " + authCalls},
 		"events", b, "GET", "/v0/worlds/"+w+"/events", "", http.StatusOK)
 
 	// 4l: the limiter's check alone, then a send it refuses.

@@ -55,6 +55,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
@@ -325,6 +326,7 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 		// and the membership checks are collected here and written by
 		// the handler's first store call (package guard).
 		ctx, _ := guard.Begin(r.Context())
+		ctx = context.WithValue(ctx, memoKey{}, &memo{})
 		r = r.WithContext(ctx)
 		body := Body(r)
 		lookup, err := keys(r, body)
@@ -527,7 +529,45 @@ func (d *Dispatcher) match(r *http.Request) (*bound, map[string]string, bool) {
 type (
 	identityKey struct{}
 	requestKey  struct{}
+	memoKey     struct{}
 )
+
+// memo holds what one signed request's auth read and its checks may
+// reuse (Remember, Recall).
+type memo struct {
+	mu sync.Mutex
+	m  map[any]any
+}
+
+// Remember keeps v under key for the rest of the request whose context
+// ctx is (its key lookup, its checks, its handler): an owner route's key
+// lookup reads the world's manifest, and its ownership check need not read
+// it again. Outside a signed request it keeps nothing. key is a
+// comparable value of the caller's own type, as for context values.
+func Remember(ctx context.Context, key, v any) {
+	m, ok := ctx.Value(memoKey{}).(*memo)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[any]any{}
+	}
+	m.m[key] = v
+}
+
+// Recall returns what Remember kept under key in this request.
+func Recall(ctx context.Context, key any) (any, bool) {
+	m, ok := ctx.Value(memoKey{}).(*memo)
+	if !ok {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.m[key]
+	return v, ok
+}
 
 // request is what the dispatcher learned about a request.
 type request struct {

@@ -490,3 +490,49 @@ func TestKeyLookupFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoWithinOneRequest: what an owner route's key lookup remembers
+// (access.Remember) its ownership check and handler recall, and a second
+// request starts with nothing; outside a signed request nothing is kept.
+func TestMemoWithinOneRequest(t *testing.T) {
+	type seen struct{}
+	table := []routes.Route{{Method: "PUT", Path: "/t/{name}", Function: "t", Auth: routes.Owner}}
+	cfg := config(t, "t", table, time.Now)
+	lookups, recalled := 0, 0
+	cfg.Keys = nil
+	cfg.ParamKeys = func(ctx context.Context, params map[string]string, keyID string) (ed25519.PublicKey, error) {
+		if _, ok := access.Recall(ctx, seen{}); ok {
+			t.Error("a new request recalls what an earlier one remembered")
+		}
+		lookups++
+		access.Remember(ctx, seen{}, params["name"])
+		return pub(known), nil
+	}
+	rt := cfg.Routes[table[0].Key()]
+	rt.Owns = func(ctx context.Context, params map[string]string, _ access.Identity) (bool, error) {
+		v, ok := access.Recall(ctx, seen{})
+		if ok && v == params["name"] {
+			recalled++
+		}
+		return true, nil
+	}
+	cfg.Routes[table[0].Key()] = rt
+	d, err := access.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		w := httptest.NewRecorder()
+		d.ServeHTTP(w, request(t, signer(t, known), "PUT", "/t/x", ""))
+		if w.Code != 200 {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+	if lookups != 2 || recalled != 2 {
+		t.Errorf("%d lookups, %d recalled; want 2 and 2", lookups, recalled)
+	}
+	access.Remember(context.Background(), seen{}, 1)
+	if _, ok := access.Recall(context.Background(), seen{}); ok {
+		t.Error("a context outside a signed request kept a value")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 )
 
 // The agent's own view (GET /v0/agents/{awnId}/worlds): the worlds an
@@ -78,11 +79,19 @@ func ownedIndexPut(world string, pub ed25519.PublicKey, at time.Time) store.Acti
 // AgentKey returns the public key of awnID if it has joined or owns a world
 // (its index items carry it) and its keyid is keyID: the key that signs a
 // request for its own view. None → an error of kind NotFound. Cost: 1
-// Query of at most 1 item.
+// Query of at most 1 item; none inside a guarded request when this
+// instance verified the key before.
 func (s *Service) AgentKey(ctx context.Context, awnID, keyID string) (ed25519.PublicKey, error) {
 	none := apierror.New(apierror.NotFound, "no world knows the key of %s", apierror.Quote(awnID))
 	if !ValidAWNID(awnID) {
 		return nil, none
+	}
+	if pub, ok := s.keys.Get(keyID); ok && auth.AWNID(pub) == awnID && guard.Active(ctx) {
+		// Verified before in this instance: the key is its keyid's and
+		// the awnId's, and the view's own reads (beside the request's
+		// guard) show what it joined or owns — nothing, for an agent
+		// that has since left everything.
+		return pub, nil
 	}
 	page, err := s.store.Query(ctx, store.Query{PK: AgentPK(awnID), Limit: 1})
 	if err != nil {
@@ -95,6 +104,7 @@ func (s *Service) AgentKey(ctx context.Context, awnID, keyID string) (ed25519.Pu
 	if len(pub) != ed25519.PublicKeySize || auth.AWNID(pub) != awnID || auth.KeyID(pub) != keyID {
 		return nil, none
 	}
+	s.keys.Put(pub)
 	return pub, nil
 }
 
@@ -192,16 +202,21 @@ func (s *Service) AgentWorlds(ctx context.Context, awnID string, limit int, curs
 // is gone.
 func (s *Service) viewRow(ctx context.Context, awnID, sk string) (AgentWorld, bool, error) {
 	if w, ok := strings.CutPrefix(sk, joinedPrefix); ok {
+		// The member and its webhook side by side: one round trip.
+		var h Hook
+		var herr error
+		var hw sync.WaitGroup
+		hw.Go(func() { h, herr = s.readHook(ctx, w, awnID) })
 		m, err := s.readMember(ctx, w, awnID)
+		hw.Wait()
 		if errors.Is(err, store.ErrNotFound) {
 			return AgentWorld{}, false, nil
 		}
 		if err != nil {
 			return AgentWorld{}, false, apierror.FromStore("read member", err)
 		}
-		h, err := s.readHook(ctx, w, awnID)
-		if err != nil {
-			return AgentWorld{}, false, apierror.FromStore("read webhook", err)
+		if herr != nil {
+			return AgentWorld{}, false, apierror.FromStore("read webhook", herr)
 		}
 		p := PresenceOf(m, h, s.now())
 		if h.Set {

@@ -65,12 +65,16 @@ import (
 //
 // Writes: a world's create and owner update write its listing items in
 // the same transaction as the manifest; close and reopen update their
-// status in theirs; delete removes them in its own. A join or leave
-// refreshes the member count after its transaction: 1 UpdateItem bumping
-// the manifest's listing version (returning the count) and 1 Write of the
-// listing items conditioned on an older version, so of racing refreshes
-// the newest count wins. A refresh that fails leaves the listing's count
-// behind until the world's next join or leave.
+// status in theirs; delete removes them in its own. A join or leave writes
+// the new count into them in its own transaction too, setting the
+// manifest's listing version one up from the one it read, conditioned on
+// the manifest being unchanged since (members.go). Only a join or leave
+// that lost that condition twice refreshes the count after its
+// transaction (refreshListing): 1 UpdateItem bumping the manifest's
+// listing version (returning the count) and 1 Write of the listing items
+// conditioned on an older version, so of racing refreshes the newest count
+// wins. A refresh that fails leaves the listing's count behind until the
+// world's next join or leave.
 
 // Listing sorts.
 const (

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
@@ -156,16 +157,28 @@ type joinedData struct {
 // otherwise). It emits a public agent.joined event in the same Write as
 // the membership.
 //
-// Cost of a new member: 1 GetItem (the member item), 1 GetItem of the
-// registry's key item when Subjects is set, 1 UpdateItem (ADD slots 1 on
-// the manifest, returning the slot and the manifest: a closed or full
-// world is refused here already), 1 TransactWriteItems through the log
-// (member, member key, roster, the manifest's ADD members 1 with its
-// condition, event, event head), then the listing's refresh (1 UpdateItem,
-// 1 TransactWriteItems). A rejoin is 1 GetItem. When a racing join of the
-// same key wins the transaction, the loser returns the winner's
-// membership. An outcome the store reports as unknown is settled by the
-// log; if even that fails, the member item is re-read: ours → joined.
+// Cost: 2 round trips one after the other. First, side by side: the
+// member item (GetItem), the registry's key item when Subjects is set
+// (GetItem), the manifest (GetItem) and the key's inbox (Query: messages
+// a racing send left behind a leave). A member already: done (200). Then 1
+// TransactWriteItems through the log: member, member key, roster, the
+// manifest's slot, member count and listing version set from what was
+// read and conditioned on the manifest being unchanged since (which also
+// holds the world open and below its cap), the ban check, the agent's
+// index item, the listing items' new count, the inbox's strays deleted,
+// the event and its head.
+//
+// The manifest condition is optimistic: a join that loses it to another
+// change of the manifest (a racing join, a leave) takes the manifest the
+// failed write returns and tries again with no read; after
+// joinOptimisticRounds such losses it allocates its slot by an UpdateItem
+// returning the counter, which cannot lose, and refreshes the listing
+// after its commit (joinAllocating): under a burst of joins into one world
+// a join costs up to 4 more round trips but always gets through. When a
+// racing join of the same key wins the transaction, the loser returns the
+// winner's membership. An outcome the store reports as unknown is settled
+// by the log; if even that fails, the member item is re-read: ours →
+// joined.
 func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey, metadata json.RawMessage) (Member, bool, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return Member{}, false, invalid("publicKey must be %d bytes, not %d", ed25519.PublicKeySize, len(pub))
@@ -180,18 +193,238 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if !worldIDShape.Match(world) {
 		return Member{}, false, worldNotFound(world)
 	}
-	awnID, keyID := auth.AWNID(pub), auth.KeyID(pub)
-	cur, err := s.readMember(ctx, world, awnID)
+	awnID := auth.AWNID(pub)
+	// Everything the join decides on, read side by side (one round trip;
+	// the request's guard is written beside them).
+	var (
+		cur            Member
+		curErr, subErr error
+		subject        string
+		offline        bool
+		man            store.Item
+		manErr         error
+		strays         store.Page
+		strayErr       error
+		wg             sync.WaitGroup
+	)
+	wg.Go(func() { cur, curErr = s.readMember(ctx, world, awnID) })
+	wg.Go(func() { subject, offline, subErr = s.subjectFor(ctx, pub) })
+	wg.Go(func() { man, manErr = s.store.Get(ctx, ManifestKey(world)) })
+	wg.Go(func() {
+		strays, strayErr = s.store.Query(ctx, store.Query{PK: InboxPK(world, awnID), Limit: joinStrays})
+	})
+	wg.Wait()
 	switch {
-	case err == nil:
+	case curErr == nil:
 		return cur, false, nil
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(curErr, store.ErrNotFound):
+		return Member{}, false, apierror.FromStore("read member", curErr)
+	}
+	if subErr != nil {
+		return Member{}, false, subErr
+	}
+	if errors.Is(manErr, store.ErrNotFound) {
+		return Member{}, false, worldNotFound(world)
+	}
+	if manErr != nil {
+		return Member{}, false, apierror.FromStore("read world", manErr)
+	}
+	if strayErr != nil {
+		return Member{}, false, apierror.FromStore("read inbox", strayErr)
+	}
+	j := joining{world: world, pub: pub, subject: subject, offline: offline, md: md, strays: strays}
+	for range joinOptimisticRounds {
+		seen, err := decodeManifest(man)
+		if err != nil {
+			return Member{}, false, internal(err)
+		}
+		if err := refusal(seen); err != nil {
+			return Member{}, false, err
+		}
+		slots, err := man.Int(attrSlots)
+		if err != nil {
+			return Member{}, false, internal(fmt.Errorf("world: manifest of %q: %w", world, err))
+		}
+		ver, _ := man.Int(attrListVer) // absent: 0
+		after := seen
+		after.Members++
+		up := store.Update(ManifestKey(world)).
+			SetAttr(attrSlots, store.N(slots+1)).
+			SetAttr(attrMembers, store.N(after.Members)).
+			SetAttr(attrListVer, store.N(ver+1)).
+			When(store.And(joinable(seen.MaxMembers), manifestUnchanged(man))).OnFailReturn()
+		m, isNew, err := s.joinCommit(ctx, j, slots+1, up, listingPuts(after, ver+1))
+		var cf *store.ConditionFailedError
+		if errors.As(err, &cf) && cf.Action == joinManifest && cf.Item != nil {
+			man = cf.Item // changed since read: try again on what it is now
+			continue
+		}
+		return m, isNew, err
+	}
+	return s.joinAllocating(ctx, j)
+}
+
+// joinStrays bounds the inbox messages a join deletes in its own
+// transaction; more (never seen but after a flood racing a leave) are
+// cleared after its commit.
+const joinStrays = 25
+
+// joinOptimisticRounds is how many times a join writes on the manifest it
+// read (or the one its last failed write returned) before it allocates its
+// slot by an UpdateItem that cannot lose a race.
+const joinOptimisticRounds = 2
+
+// joining is what a join read before its commit.
+type joining struct {
+	world           string
+	pub             ed25519.PublicKey
+	subject         string
+	offline         bool
+	md              json.RawMessage
+	strays          store.Page
+	needsRefreshing bool // the listing is refreshed after the commit
+}
+
+// joinManifest is the index of the manifest's update among the actions of
+// a join's commit; joinBanCheck that of the ban check.
+const (
+	joinManifest = 2
+	joinBanCheck = 4
+)
+
+// manifestUnchanged is the condition that the manifest is still the item
+// it was when read: its version of the listing, its counters and its last
+// update (which close, reopen and an owner's update move).
+func manifestUnchanged(it store.Item) store.Cond {
+	return unchanged(it, attrSlots, attrMembers, attrUpdatedAt, attrListVer)
+}
+
+// joinCommit commits the membership of j with slot, the manifest's update
+// up (index joinManifest), then more (the listing's items) and the strays'
+// deletes. A failed condition of up with the item returned is returned as
+// the store's *store.ConditionFailedError for the caller to try again.
+func (s *Service) joinCommit(ctx context.Context, j joining, slot int64, up store.Action, more []store.Action) (Member, bool, error) {
+	world, pub := j.world, j.pub
+	awnID, keyID := auth.AWNID(pub), auth.KeyID(pub)
+	now := s.now().UTC()
+	m := Member{World: world, AWNID: awnID, KeyID: keyID, PublicKey: append(ed25519.PublicKey(nil), pub...),
+		Slot: slot, SubjectID: j.subject, Metadata: j.md, JoinedAt: now}
+	data := joinedData{AWNID: awnID, Slot: slot}
+	if j.subject != "" {
+		data.SubjectID = &j.subject
+	}
+	ev, err := s.ids.NewEvent(world, AgentJoined, Public, "", data, now)
+	if err != nil {
+		return Member{}, false, internal(err)
+	}
+	it := store.Item{
+		AttrType:      store.S(TypeMember),
+		attrAWNID:     store.S(awnID),
+		attrKeyID:     store.S(keyID),
+		attrPublicKey: store.B(pub),
+		attrSlot:      store.N(slot),
+		attrJoinedAt:  store.N(now.UnixNano()),
+	}
+	if j.subject != "" {
+		it[attrSubjectID] = store.S(j.subject)
+	}
+	if j.offline {
+		it[attrRegistryOffline] = store.Bool(true)
+		m.RegistryOffline = true
+	}
+	if j.md != nil {
+		it[attrMetadata] = store.S(string(j.md))
+	}
+	acts := []store.Action{
+		store.Put(MemberKey(world, awnID), it).When(store.ItemAbsent()),
+		store.Put(MemberKeyKey(world, keyID), store.Item{
+			AttrType:      store.S(TypeMemberKey),
+			attrAWNID:     store.S(awnID),
+			attrKeyID:     store.S(keyID),
+			attrPublicKey: store.B(pub),
+		}).When(store.ItemAbsent()),
+		// The world's rules hold in the join's own transaction: open, and
+		// below its cap (the cap read with the slot; a changed cap fails
+		// too, and is reported as the item now says).
+		up,
+		store.Put(RosterKey(world, awnID), store.Item{AttrType: store.S(TypeRoster), attrAWNID: store.S(awnID)}),
+		banCheck(world, awnID),
+		joinedIndexPut(world, pub, now),
+	}
+	acts = append(acts, more...)
+	// Messages a send left in this key's inbox while it was leaving
+	// before: no member may read them (a new member starts empty).
+	strayDeletes := j.strays.Cursor == "" && len(acts)+len(j.strays.Items)+2 <= store.MaxActions
+	if strayDeletes {
+		for _, st := range j.strays.Items {
+			acts = append(acts, store.Delete(st.Key()))
+		}
+	}
+	_, err = s.log.Commit(ctx, ev, acts...)
+	if err == nil {
+		s.afterJoin(ctx, j, strayDeletes)
+		return m, true, nil
+	}
+	if errors.Is(err, store.ErrOutcomeUnknown) {
+		// The log could not settle it either: the member item tells.
+		cur, rerr := s.readMember(context.WithoutCancel(ctx), world, awnID)
+		if rerr == nil && cur.JoinedAt.Equal(now) && cur.Slot == slot {
+			s.afterJoin(ctx, j, strayDeletes)
+			return cur, true, nil
+		}
+		return Member{}, false, apierror.FromStore("join world (outcome unknown)", err)
+	}
+	var cf *store.ConditionFailedError
+	if errors.As(err, &cf) && cf.Action == joinManifest {
+		if cf.Item == nil {
+			return Member{}, false, worldNotFound(world)
+		}
+		got, derr := decodeManifest(cf.Item)
+		if derr != nil {
+			return Member{}, false, internal(derr)
+		}
+		if rerr := refusal(got); rerr != nil {
+			return Member{}, false, rerr
+		}
+		if up.ReturnOnFail && !j.needsRefreshing {
+			return Member{}, false, err // optimistic: the caller tries again
+		}
+		return Member{}, false, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
+			Message: "the world's member cap changed during the join; retry"}
+	}
+	if errors.As(err, &cf) && cf.Action == joinBanCheck {
+		return Member{}, false, banned(world) // a racing ban came first
+	}
+	if !errors.Is(err, store.ErrConditionFailed) {
+		return Member{}, false, apierror.FromStore("join world", err)
+	}
+	// A racing join of the same key won: return its membership.
+	cur, err := s.readMember(ctx, world, awnID)
+	if err != nil {
 		return Member{}, false, apierror.FromStore("read member", err)
 	}
-	subject, offline, err := s.subjectFor(ctx, pub)
-	if err != nil {
-		return Member{}, false, err
+	return cur, false, nil
+}
+
+// afterJoin finishes a committed join off its transaction: the listing's
+// refresh when the commit did not carry it, and strays the transaction
+// could not take.
+func (s *Service) afterJoin(ctx context.Context, j joining, strayDeletes bool) {
+	if j.needsRefreshing {
+		s.refreshListing(ctx, j.world)
 	}
+	if !strayDeletes && len(j.strays.Items) > 0 {
+		_ = s.clearInbox(context.WithoutCancel(ctx), j.world, auth.AWNID(j.pub)) // the TTL sweeper takes what fails
+	}
+}
+
+// joinAllocating is a join's commit after its optimistic rounds lost:
+// the slot from an UpdateItem adding 1 to the counter and returning the
+// manifest (a closed or full world is refused here already), the commit
+// adding 1 to the member count under the world's rules, then the
+// listing's refresh (1 UpdateItem, 1 TransactWriteItems).
+func (s *Service) joinAllocating(ctx context.Context, j joining) (Member, bool, error) {
+	world := j.world
 	res, err := s.store.Write(ctx, store.Update(ManifestKey(world)).
 		AddNum(attrSlots, 1).When(store.ItemExists()).Returning())
 	if errors.Is(err, store.ErrConditionFailed) {
@@ -211,90 +444,9 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if err := refusal(seen); err != nil {
 		return Member{}, false, err
 	}
-	now := s.now().UTC()
-	m := Member{World: world, AWNID: awnID, KeyID: keyID, PublicKey: append(ed25519.PublicKey(nil), pub...),
-		Slot: slot, SubjectID: subject, Metadata: md, JoinedAt: now}
-	data := joinedData{AWNID: awnID, Slot: slot}
-	if subject != "" {
-		data.SubjectID = &subject
-	}
-	ev, err := s.ids.NewEvent(world, AgentJoined, Public, "", data, now)
-	if err != nil {
-		return Member{}, false, internal(err)
-	}
-	it := store.Item{
-		AttrType:      store.S(TypeMember),
-		attrAWNID:     store.S(awnID),
-		attrKeyID:     store.S(keyID),
-		attrPublicKey: store.B(pub),
-		attrSlot:      store.N(slot),
-		attrJoinedAt:  store.N(now.UnixNano()),
-	}
-	if subject != "" {
-		it[attrSubjectID] = store.S(subject)
-	}
-	if offline {
-		it[attrRegistryOffline] = store.Bool(true)
-		m.RegistryOffline = true
-	}
-	if md != nil {
-		it[attrMetadata] = store.S(string(md))
-	}
-	_, err = s.log.Commit(ctx, ev,
-		store.Put(MemberKey(world, awnID), it).When(store.ItemAbsent()),
-		store.Put(MemberKeyKey(world, keyID), store.Item{
-			AttrType:      store.S(TypeMemberKey),
-			attrAWNID:     store.S(awnID),
-			attrKeyID:     store.S(keyID),
-			attrPublicKey: store.B(pub),
-		}).When(store.ItemAbsent()),
-		// The world's rules hold in the join's own transaction: open, and
-		// below its cap (the cap read with the slot; a changed cap fails
-		// too, and is reported as the item now says).
-		store.Update(ManifestKey(world)).AddNum(attrMembers, 1).When(joinable(seen.MaxMembers)).OnFailReturn(),
-		store.Put(RosterKey(world, awnID), store.Item{AttrType: store.S(TypeRoster), attrAWNID: store.S(awnID)}),
-		banCheck(world, awnID),
-		joinedIndexPut(world, pub, now),
-	)
-	if err == nil {
-		s.refreshListing(ctx, world)
-		return m, true, nil
-	}
-	if errors.Is(err, store.ErrOutcomeUnknown) {
-		// The log could not settle it either: the member item tells.
-		cur, rerr := s.readMember(context.WithoutCancel(ctx), world, awnID)
-		if rerr == nil && cur.JoinedAt.Equal(now) && cur.Slot == slot {
-			return cur, true, nil
-		}
-		return Member{}, false, apierror.FromStore("join world (outcome unknown)", err)
-	}
-	var cf *store.ConditionFailedError
-	if errors.As(err, &cf) && cf.Action == 2 {
-		if cf.Item == nil {
-			return Member{}, false, worldNotFound(world)
-		}
-		got, derr := decodeManifest(cf.Item)
-		if derr != nil {
-			return Member{}, false, internal(derr)
-		}
-		if rerr := refusal(got); rerr != nil {
-			return Member{}, false, rerr
-		}
-		return Member{}, false, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
-			Message: "the world's member cap changed during the join; retry"}
-	}
-	if errors.As(err, &cf) && cf.Action == joinBanCheck {
-		return Member{}, false, banned(world) // a racing ban came first
-	}
-	if !errors.Is(err, store.ErrConditionFailed) {
-		return Member{}, false, apierror.FromStore("join world", err)
-	}
-	// A racing join of the same key won: return its membership.
-	cur, err = s.readMember(ctx, world, awnID)
-	if err != nil {
-		return Member{}, false, apierror.FromStore("read member", err)
-	}
-	return cur, false, nil
+	j.needsRefreshing = true
+	up := store.Update(ManifestKey(world)).AddNum(attrMembers, 1).When(joinable(seen.MaxMembers)).OnFailReturn()
+	return s.joinCommit(ctx, j, slot, up, nil)
 }
 
 // refusal is why a world as m shows it refuses a join, or nil.
@@ -326,27 +478,34 @@ type leftData struct {
 	AWNID string `json:"awnId"`
 }
 
-// joinBanCheck is the index of banCheck among the actions of a join's
-// commit.
-const joinBanCheck = 4
-
 // Leave removes the membership and its member-key item, deletes the
 // member's webhook item (WebhookKey), its item in the agent's index of
 // worlds (the agent's view) and every message of its inbox (the InboxPK
 // partition), and emits a public agent.left. Not a member → NotJoined; a
 // world deleted meanwhile → NotFound.
 //
-// Cost: 1 GetItem (the member, for its keyid), 1 TransactWriteItems
-// through the log (delete member, member key, webhook and index item, ADD
-// members -1 on the manifest, put the event, move the event head), the
-// listing's refresh (1 UpdateItem, 1 TransactWriteItems), then per page of
-// up to 100 inbox messages 1 Query and 1 Write of their Deletes (an empty
-// inbox: 1 Query). Only the leave that wins the conditional delete of the
-// member item clears the inbox; a write whose outcome was unknown counts
-// as won once the log has settled it as committed, and touches nothing
-// while it stays unknown.
+// Cost: 2 round trips one after the other. First, side by side: the
+// member (GetItem, for its keyid and joinedAt), the manifest (GetItem)
+// and the inbox's first messages (Query). Then 1 TransactWriteItems
+// through the log: delete member, member key, webhook and index item, the
+// manifest's member count and listing version set from what was read
+// (conditioned on it being unchanged since; see removeWith), the listing
+// items' new count, the inbox's messages, the event and the event head.
+// An inbox too large for that transaction is cleared after it, a page of
+// up to 100 messages at a time (1 Query, 1 Write each). Only the leave
+// that wins the conditional delete of the member item clears the inbox; a
+// write whose outcome was unknown counts as won once the log has settled
+// it as committed, and touches nothing while it stays unknown.
 func (s *Service) Leave(ctx context.Context, world, awnID string) error {
-	cur, err := s.readMember(ctx, world, awnID)
+	var (
+		cur  Member
+		err  error
+		snap removal
+		wg   sync.WaitGroup
+	)
+	wg.Go(func() { cur, err = s.readMember(ctx, world, awnID) })
+	wg.Go(func() { snap = s.readForRemoval(ctx, world, awnID) })
+	wg.Wait()
 	if errors.Is(err, store.ErrNotFound) {
 		return notJoined(world)
 	}
@@ -357,7 +516,7 @@ func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 	if err != nil {
 		return internal(err)
 	}
-	err = s.remove(ctx, cur, ev)
+	err = s.removeWith(ctx, cur, snap, ev)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return notJoined(world) // a racing leave came first
 	}
@@ -372,42 +531,125 @@ const (
 	removeActions  = 5
 )
 
-// remove ends membership cur, committing ev and extra in the same write
-// (the deletes of member, member key, webhook and index item and the
-// count's decrement first, then extra), and then refreshes the discovery
-// listing and clears the inbox. A world deleted meanwhile → NotFound. The member
-// item's delete is conditioned on cur's joinedAt, so of racing removals
-// (leave, kick, ban) one wins; a failed condition is returned as the
-// store's *store.ConditionFailedError, its Action counting these actions,
-// anything else as an *apierror.Error.
+// removal is what the end of a membership reads before its commit: the
+// manifest (for its count and listing) and the first page of the inbox.
+type removal struct {
+	manifest store.Item // nil when it could not be read: the count is added to
+	inbox    store.Page
+	inboxErr error
+}
+
+// removeInbox is the most inbox messages a removal deletes in its own
+// transaction (the rest, a page at a time, after it).
+const removeInbox = 80
+
+// readForRemoval reads, side by side, what removeWith needs of world for
+// awnID's removal. A manifest that is gone or unreadable is left nil: the
+// commit then adds to the count under ItemExists, which answers NotFound
+// for a deleted world, and refreshes the listing after.
+func (s *Service) readForRemoval(ctx context.Context, world, awnID string) removal {
+	var r removal
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if it, err := s.store.Get(ctx, ManifestKey(world)); err == nil {
+			r.manifest = it
+		}
+	})
+	wg.Go(func() {
+		if !validMember(world, awnID) {
+			return
+		}
+		r.inbox, r.inboxErr = s.store.Query(ctx, store.Query{PK: InboxPK(world, awnID), Limit: removeInbox})
+	})
+	wg.Wait()
+	return r
+}
+
+// remove ends membership cur as removeWith does, reading what it needs
+// first (readForRemoval).
 func (s *Service) remove(ctx context.Context, cur Member, ev Event, extra ...store.Action) error {
+	return s.removeWith(ctx, cur, s.readForRemoval(ctx, cur.World, cur.AWNID), ev, extra...)
+}
+
+// removeWith ends membership cur, committing ev and extra in the same
+// write (the deletes of member, member key, webhook and index item and
+// the count's update first, then extra, then the listing's items and the
+// inbox's messages read in snap). The member item's delete is conditioned
+// on cur's joinedAt, so of racing removals (leave, kick, ban) one wins; a
+// failed condition is returned as the store's *store.ConditionFailedError,
+// its Action counting these actions, anything else as an *apierror.Error.
+// A world deleted meanwhile → NotFound.
+//
+// The count is set from the manifest snap read, conditioned on the
+// manifest being unchanged since, so the listing's items take the new
+// count in the same transaction; a removal that loses that condition to
+// another change tries once more on the manifest its failed write
+// returned, then adds -1 to the count and refreshes the listing after its
+// commit (2 more round trips, under a burst of changes to one world only).
+func (s *Service) removeWith(ctx context.Context, cur Member, snap removal, ev Event, extra ...store.Action) error {
 	world, awnID := cur.World, cur.AWNID
-	acts := append([]store.Action{
-		store.Delete(MemberKey(world, awnID)).When(store.Eq(attrJoinedAt, store.N(cur.JoinedAt.UnixNano()))),
-		store.Delete(MemberKeyKey(world, cur.KeyID)),
-		store.Delete(WebhookKey(world, awnID)),
-		store.Delete(joinedIndexKey(world, awnID)),
+	man := snap.manifest
+	for round := 0; ; round++ {
+		optimistic := man != nil && round < joinOptimisticRounds
+		var listing []store.Action
 		// The member count, in the same write (the world must still
 		// exist: a deleted world's deleter removes the membership).
-		store.Update(ManifestKey(world)).AddNum(attrMembers, -1).When(store.ItemExists()),
-	}, extra...)
-	_, err := s.log.Commit(ctx, ev, acts...)
-	var cf *store.ConditionFailedError
-	if errors.As(err, &cf) && cf.Action == removeManifest {
-		return worldNotFound(world)
+		count := store.Update(ManifestKey(world)).AddNum(attrMembers, -1).When(store.ItemExists())
+		if optimistic {
+			m, err := decodeManifest(man)
+			if err != nil {
+				return internal(err)
+			}
+			ver, _ := man.Int(attrListVer) // absent: 0
+			m.Members--
+			count = store.Update(ManifestKey(world)).SetAttr(attrMembers, store.N(m.Members)).SetAttr(attrListVer, store.N(ver+1)).
+				When(store.And(store.ItemExists(), manifestUnchanged(man))).OnFailReturn()
+			listing = listingPuts(m, ver+1)
+		}
+		acts := append([]store.Action{
+			store.Delete(MemberKey(world, awnID)).When(store.Eq(attrJoinedAt, store.N(cur.JoinedAt.UnixNano()))),
+			store.Delete(MemberKeyKey(world, cur.KeyID)),
+			store.Delete(WebhookKey(world, awnID)),
+			store.Delete(joinedIndexKey(world, awnID)),
+			count,
+		}, extra...)
+		acts = append(acts, listing...)
+		inboxDone := snap.inboxErr == nil && snap.inbox.Cursor == "" && len(acts)+len(snap.inbox.Items)+2 <= store.MaxActions
+		if inboxDone {
+			for _, it := range snap.inbox.Items {
+				acts = append(acts, store.Delete(it.Key()))
+			}
+		}
+		_, err := s.log.Commit(ctx, ev, acts...)
+		var cf *store.ConditionFailedError
+		if errors.As(err, &cf) && cf.Action == removeManifest {
+			if cf.Item == nil {
+				return worldNotFound(world)
+			}
+			if optimistic {
+				man = cf.Item // changed since read: once more on what it is now
+				continue
+			}
+			return worldNotFound(world)
+		}
+		if errors.Is(err, store.ErrConditionFailed) {
+			return err
+		}
+		if err != nil {
+			// Unsettled outcomes included: the inbox is not touched unless
+			// this removal is known to have won.
+			return apierror.FromStore("end membership", err)
+		}
+		// The membership is gone: finish the rest even if the caller goes.
+		ctx = context.WithoutCancel(ctx)
+		if !optimistic {
+			s.refreshListing(ctx, world)
+		}
+		if inboxDone {
+			return nil
+		}
+		return s.clearInbox(ctx, world, awnID)
 	}
-	if errors.Is(err, store.ErrConditionFailed) {
-		return err
-	}
-	if err != nil {
-		// Unsettled outcomes included: the inbox is not touched unless
-		// this removal is known to have won.
-		return apierror.FromStore("end membership", err)
-	}
-	// The membership is gone: finish the rest even if the caller goes.
-	ctx = context.WithoutCancel(ctx)
-	s.refreshListing(ctx, world)
-	return s.clearInbox(ctx, world, awnID)
 }
 
 // clearInbox deletes every message of awnID's inbox in world, a page of

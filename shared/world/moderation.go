@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -101,9 +102,20 @@ type kickedData struct {
 // webhook and the agent's index item deleted, the inbox cleared, the count
 // decremented) and emits a public agent.kicked. Not a member → NotFound.
 // The caller is the owner (the route's auth decides). It returns the
-// membership that ended. Cost: Leave's, with agent.kicked for agent.left.
+// membership that ended. Cost: Leave's (the member read beside the
+// manifest and the inbox, then one transaction), with agent.kicked for
+// agent.left.
 func (s *Service) Kick(ctx context.Context, world, target string) (Member, error) {
-	cur, err := s.readMember(ctx, world, target)
+	var (
+		cur  Member
+		err  error
+		snap removal
+		wg   sync.WaitGroup
+	)
+	// The member beside what its removal reads: one round trip.
+	wg.Go(func() { cur, err = s.readMember(ctx, world, target) })
+	wg.Go(func() { snap = s.readForRemoval(ctx, world, target) })
+	wg.Wait()
 	if errors.Is(err, store.ErrNotFound) {
 		return Member{}, memberNotFound(world, target)
 	}
@@ -114,7 +126,7 @@ func (s *Service) Kick(ctx context.Context, world, target string) (Member, error
 	if err != nil {
 		return Member{}, internal(err)
 	}
-	err = s.remove(ctx, cur, ev)
+	err = s.removeWith(ctx, cur, snap, ev)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return Member{}, memberNotFound(world, target) // a racing leave or kick came first
 	}
@@ -287,10 +299,17 @@ func (s *Service) Bans(ctx context.Context, world string, limit int, cursor stri
 	if err != nil {
 		return BanPage{}, err
 	}
-	if _, err := s.GetWorld(ctx, world); err != nil {
-		return BanPage{}, err
+	// The world and its bans side by side: one round trip.
+	var page store.Page
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		page, err = s.store.Query(ctx, store.Query{PK: WorldPK(world), SK: store.SKBetween(lo, bansEnd), Limit: limit + 1})
+	})
+	_, werr := s.GetWorld(ctx, world)
+	wg.Wait()
+	if werr != nil {
+		return BanPage{}, werr
 	}
-	page, err := s.store.Query(ctx, store.Query{PK: WorldPK(world), SK: store.SKBetween(lo, bansEnd), Limit: limit + 1})
 	if err != nil {
 		return BanPage{}, apierror.FromStore("list bans", err)
 	}

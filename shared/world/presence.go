@@ -3,6 +3,7 @@ package world
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
@@ -237,6 +238,11 @@ func (s *Service) settle(ctx context.Context, m Member) error {
 	if err != nil {
 		return apierror.FromStore("read webhook", err)
 	}
+	return s.settleWith(ctx, m, h)
+}
+
+// settleWith is settle with m's webhook h already read.
+func (s *Service) settleWith(ctx context.Context, m Member, h Hook) error {
 	p := PresenceOf(m, h, s.now())
 	if p == m.announced() {
 		return nil
@@ -245,7 +251,7 @@ func (s *Service) settle(ctx context.Context, m Member) error {
 	if p == PresenceOffline && !m.LastPollAt.IsZero() {
 		since = m.LastPollAt.Add(ReachableWithin)
 	}
-	_, err = s.announce(ctx, m, p, since, nil)
+	_, err := s.announce(ctx, m, p, since, nil)
 	return err
 }
 
@@ -318,34 +324,93 @@ func (s *Service) PresenceIn(ctx context.Context, world, target string) (Member,
 type Probe func(ctx context.Context, world, target string) (bool, time.Duration, error)
 
 // Ping is the ping of target in world: NotFound when it is no member;
-// unreachable without a probe when its registration is offline; reachable
-// with the round trip (live true) when probe reaches its webhook — which is
-// recorded (RecordProbe) and may announce a change of presence — and
-// otherwise reachable when it polled within ReachableWithin or holds a
-// stream open (live false). A nil probe skips the live probe. Cost: 1
-// GetItem, then with a probe 1 UpdateItem and 1 GetItem (RecordProbe), plus
-// a commit when presence changed.
+// unreachable when its registration is offline; reachable with the round
+// trip (live true) when probe reaches its webhook — which is recorded on
+// the member item and may announce a change of presence — and otherwise
+// reachable when it polled within ReachableWithin or holds a stream open
+// (live false). A nil probe skips the live probe.
+//
+// Cost: 2 round trips one after the other. First, side by side: the
+// member (GetItem), its webhook (GetItem) and the probe (which reads the
+// webhook too, and only then POSTs: inside a guarded request its read
+// answers once the request's guard holds, so nothing is sent for a request
+// refused). Then one write: the probe's outcome (UpdateItem), or with it
+// the presence it changes (the commit of presence.changed); without a
+// probe, that commit only when presence changed.
 func (s *Service) Ping(ctx context.Context, world, target string, probe Probe) (ok bool, latency time.Duration, live bool, err error) {
-	m, err := s.Member(ctx, world, target)
-	if err != nil {
-		return false, 0, false, err
+	if !validMember(world, target) {
+		return false, 0, false, memberNotFound(world, target)
+	}
+	var (
+		m          Member
+		h          Hook
+		merr, herr error
+		answered   bool
+		rtt        time.Duration
+		perr       error
+		wg         sync.WaitGroup
+	)
+	wg.Go(func() { m, merr = s.Member(ctx, world, target) })
+	wg.Go(func() { h, herr = s.readHook(ctx, world, target) })
+	if probe != nil {
+		wg.Go(func() { answered, rtt, perr = probe(ctx, world, target) })
+	}
+	wg.Wait()
+	if merr != nil {
+		return false, 0, false, merr
 	}
 	if m.RegistryOffline {
 		return false, 0, false, nil
 	}
-	if probe != nil {
-		ok, rtt, err := probe(ctx, world, target)
-		if err != nil {
+	if herr != nil {
+		return false, 0, false, apierror.FromStore("read webhook", herr)
+	}
+	if probe == nil {
+		if err := s.settleWith(ctx, m, h); err != nil {
 			return false, 0, false, err
 		}
-		if err := s.RecordProbe(ctx, world, target, ok); err != nil {
-			return false, 0, false, err
-		}
-		if ok {
-			return true, rtt, true, nil
-		}
-	} else if err := s.settle(ctx, m); err != nil {
+		return reachable(m, s.now()), 0, false, nil
+	}
+	if perr != nil {
+		return false, 0, false, perr
+	}
+	if err := s.recordProbe(ctx, m, h, answered); err != nil {
 		return false, 0, false, err
 	}
+	if answered {
+		return true, rtt, true, nil
+	}
 	return reachable(m, s.now()), 0, false, nil
+}
+
+// recordProbe is RecordProbe on the member m and webhook h already read:
+// one write, the probe's outcome with the presence.changed it causes, if
+// any (a racing announcement wins, and the outcome is then written alone).
+func (s *Service) recordProbe(ctx context.Context, m Member, h Hook, answered bool) error {
+	now := s.now().UTC()
+	attr, after := attrProbeFailAt, m
+	after.ProbeFailAt = now
+	if answered {
+		attr, after = attrProbeOKAt, m
+		after.ProbeOKAt = now
+	}
+	set := func(a store.Action) store.Action { return a.SetAttr(attr, store.N(now.UnixNano())) }
+	if p := PresenceOf(after, h, now); p != m.announced() {
+		var since time.Time
+		if p == PresenceOffline && !after.LastPollAt.IsZero() {
+			since = after.LastPollAt.Add(ReachableWithin)
+		}
+		ok, err := s.announce(ctx, m, p, since, set)
+		if err != nil || ok {
+			return err
+		}
+	}
+	_, err := s.store.Write(ctx, set(store.Update(MemberKey(m.World, m.AWNID))).When(store.ItemExists()))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return memberNotFound(m.World, m.AWNID)
+	}
+	if err != nil {
+		return apierror.FromStore("record probe", err)
+	}
+	return nil
 }

@@ -290,6 +290,26 @@ func decodeManifest(it store.Item) (Manifest, error) {
 // alone) and rewrites its listing items, conditioned on the listing
 // version it read (a racing refresh of the count makes it read again).
 func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.PublicKey) (Manifest, bool, error) {
+	return s.putWorld(ctx, m, signer, true)
+}
+
+// UpdateWorld is PutWorld for an existing world only: a world that does
+// not exist is Invalid ("publicKey is required to create a world"), as
+// an owner's update without publicKey answers.
+func (s *Service) UpdateWorld(ctx context.Context, m Manifest, signer ed25519.PublicKey) (Manifest, error) {
+	out, _, err := s.putWorld(ctx, m, signer, false)
+	return out, err
+}
+
+// KnownKey returns the key of keyID when this instance has verified it
+// before (a member's, or a world owner's): a keyid is its key's
+// thumbprint, so the key is right, and nothing more is known of it.
+func (s *Service) KnownKey(keyID string) (ed25519.PublicKey, bool) { return s.keys.Get(keyID) }
+
+// RememberKey keeps pub as a key this instance verified (KnownKey).
+func (s *Service) RememberKey(pub ed25519.PublicKey) { s.keys.Put(pub) }
+
+func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.PublicKey, create bool) (Manifest, bool, error) {
 	if err := validateManifest(&m); err != nil {
 		return Manifest{}, false, err
 	}
@@ -307,6 +327,8 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 	for range 3 {
 		cur, err := s.store.Get(ctx, ManifestKey(m.ID))
 		switch {
+		case errors.Is(err, store.ErrNotFound) && !create:
+			return Manifest{}, false, invalid("publicKey is required to create a world")
 		case errors.Is(err, store.ErrNotFound):
 			now := s.now().UTC()
 			it := store.Item{
@@ -352,6 +374,7 @@ func (s *Service) PutWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 			if err != nil {
 				return Manifest{}, false, apierror.FromStore("create world", err)
 			}
+			s.keys.Put(signer) // the owner's next update need not read its key
 			return m, true, nil
 		case err != nil:
 			return Manifest{}, false, apierror.FromStore("read world", err)

@@ -31,11 +31,17 @@ type owner struct {
 	members MemberKeys
 }
 
+// ownerManifest keys the manifest an owner route's key lookup read in the
+// request's memo (access.Remember), so that its ownership check reads no
+// more.
+type ownerManifest struct{ world string }
+
 func (a owner) key(ctx context.Context, params map[string]string, keyID string) (ed25519.PublicKey, error) {
 	m, err := a.worlds.GetWorld(ctx, params["world"])
 	if err != nil {
 		return nil, fmt.Errorf("worldhttp: owner key: %w", err)
 	}
+	access.Remember(ctx, ownerManifest{params["world"]}, m)
 	if keyID == m.OwnerKeyID {
 		return m.OwnerKey, nil
 	}
@@ -50,6 +56,11 @@ func (a owner) key(ctx context.Context, params map[string]string, keyID string) 
 }
 
 func (a owner) owns(ctx context.Context, params map[string]string, id access.Identity) (bool, error) {
+	if v, ok := access.Recall(ctx, ownerManifest{params["world"]}); ok {
+		// The key lookup read it in this request: the owner's keyid
+		// never changes for a world of this name while it exists.
+		return id.KeyID == v.(world.Manifest).OwnerKeyID, nil
+	}
 	m, err := a.worlds.GetWorld(ctx, params["world"])
 	if err != nil {
 		return false, fmt.Errorf("worldhttp: owner: %w", err)

@@ -348,7 +348,10 @@ func TestJoin(t *testing.T) {
 	a := newAPI(t, f, nil)
 	r := a.do(outsider, "POST", "/v0/worlds/lobby/join", `{"publicKey":"`+b64(outsider)+`","metadata":{"x":1}}`)
 	want := `{"ok":true,"data":{"awnId":"` + auth.AWNID(pub(outsider)) + `","slot":3,"joinedAt":"2026-01-02T03:04:05Z",` +
-		`"players":{"agents":[{"awnId":"aw:sha256:aa","subjectId":null,"slot":3,"joinedAt":"2026-01-02T03:04:05Z","presence":"offline","metadata":null}],"count":1,"cursor":null}}}`
+		`"players":{"agents":[{"awnId":"aw:sha256:aa","subjectId":null,"slot":3,"joinedAt":"2026-01-02T03:04:05Z","presence":"offline","metadata":null},` +
+		// The page is read beside the join: the new member is put into
+		// it, in its awnId's place.
+		`{"awnId":"` + auth.AWNID(pub(outsider)) + `","subjectId":null,"slot":3,"joinedAt":"2026-01-02T03:04:05Z","presence":"offline","metadata":null}],"count":2,"cursor":null}}}`
 	if r.status != 201 || strings.TrimSpace(string(r.body)) != want || string(gotMeta) != `{"x":1}` {
 		t.Errorf("new join: %d %s (metadata %s)", r.status, r.body, gotMeta)
 	}

@@ -6,12 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/a2awire/a2awire/shared/access"
 	"github.com/a2awire/a2awire/shared/agentcard"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -132,7 +139,17 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	known, _ := worlds.(knownKeys)
+	updater, _ := worlds.(worldUpdater)
 	ownerKey := func(ctx context.Context, params map[string]string, keyID string) (ed25519.PublicKey, error) {
+		if known != nil && updater != nil && guard.Active(ctx) {
+			// A key this instance verified before is its keyid's: the
+			// update's own read of the manifest (beside the request's
+			// guard) then decides ownership, and no read is spent here.
+			if pub, ok := known.KnownKey(keyID); ok {
+				return pub, nil
+			}
+		}
 		m, err := worlds.GetWorld(ctx, params["world"])
 		if apierror.KindOf(err) == apierror.NotFound {
 			return nil, apierror.New(apierror.Invalid, "publicKey is required to create a world")
@@ -141,7 +158,10 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 			return nil, fmt.Errorf("worldhttp: owner key: %w", err)
 		}
 		if keyID != m.OwnerKeyID {
-			return nil, apierror.New(apierror.Unauthorized, "unknown key: without publicKey only the world's owner may sign")
+			return nil, notOwnerKey()
+		}
+		if known != nil {
+			known.RememberKey(m.OwnerKey)
 		}
 		return m.OwnerKey, nil
 	}
@@ -163,12 +183,43 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 			}
 			want.MaxMembers = *in.MaxMembers
 		}
-		m, isNew, err := worlds.PutWorld(r.Context(), want, id.PublicKey)
+		var (
+			m     world.Manifest
+			isNew bool
+			err   error
+		)
+		if in.PublicKey == nil && updater != nil {
+			// Signed by a stored key: an update only, by the owner alone
+			// (a key known to this instance is not the owner's → 401, as
+			// when the owner's key is read).
+			m, err = updater.UpdateWorld(r.Context(), want, id.PublicKey)
+			if apierror.KindOf(err) == apierror.Forbidden {
+				return notOwnerKey()
+			}
+		} else {
+			m, isNew, err = worlds.PutWorld(r.Context(), want, id.PublicKey)
+		}
 		if err != nil {
 			return fmt.Errorf("worldhttp: put world: %w", err)
 		}
 		return reply(w, created(isNew), manifestJSON(m, base))
 	}, putKey)
+}
+
+// knownKeys are the keys this instance verified before
+// (world.Service.KnownKey), self-certifying by their keyid.
+type knownKeys interface {
+	KnownKey(keyID string) (ed25519.PublicKey, bool)
+	RememberKey(pub ed25519.PublicKey)
+}
+
+// worldUpdater updates an existing world only (world.Service.UpdateWorld).
+type worldUpdater interface {
+	UpdateWorld(ctx context.Context, m world.Manifest, signer ed25519.PublicKey) (world.Manifest, error)
+}
+
+func notOwnerKey() error {
+	return apierror.New(apierror.Unauthorized, "unknown key: without publicKey only the world's owner may sign")
 }
 
 // NewGet serves GET /v0/worlds/{world} (public): the manifest and its
@@ -259,24 +310,75 @@ func NewJoin(o Options, joiner Joiner, players MemberLister) (http.Handler, erro
 				return fmt.Errorf("worldhttp: join limit: %w", err)
 			}
 		}
+		// The players are read beside the join, not after it (a round
+		// trip less): the page shows the world as it was, and the new
+		// member is put into it. The join's own fields and the new row,
+		// at their widest, come out of the page's budget.
+		reserve := joinReserve(id.PublicKey, in.Metadata)
+		var page agentsOut
+		var perr error
+		sent := w.Header().Clone()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			page, perr = agentsPage(r.Context(), players, sent, worldID, DefaultLimit, "", reserve)
+		}()
 		// The world checks metadata (a JSON object or null, its size, its
 		// numbers): once, in the domain.
 		m, isNew, err := joiner.Join(r.Context(), worldID, id.PublicKey, in.Metadata)
+		<-done
 		if err != nil {
 			return fmt.Errorf("worldhttp: join: %w", err)
 		}
 		out := joinOut{AWNID: m.AWNID, Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)}
-		// The join's own fields, at their widest, come out of the page's
-		// budget. The membership is written: a page that cannot be read
-		// now (a busy store) leaves players null rather than fail the
-		// join, whose retry would answer 200.
-		own, _ := json.Marshal(out)
-		page, err := agentsPage(r.Context(), players, w.Header(), worldID, DefaultLimit, "", 2*len(own))
-		if err != nil {
-			o.logger().WarnContext(r.Context(), "join: players not read", "world", worldID, "err", err)
+		// The membership is written: a page that could not be read (a
+		// busy store) leaves players null rather than fail the join,
+		// whose retry would answer 200.
+		if perr != nil {
+			o.logger().WarnContext(r.Context(), "join: players not read", "world", worldID, "err", perr)
 			return reply(w, created(isNew), joinNoPlayers{AWNID: out.AWNID, Slot: out.Slot, JoinedAt: out.JoinedAt})
 		}
-		out.Players = page
+		now := time.Now
+		if o.Now != nil {
+			now = o.Now
+		}
+		out.Players = withMember(page, agentJSON(world.MemberRow{Member: m, Presence: world.Presence(m, now())}), DefaultLimit)
 		return reply(w, created(isNew), out)
 	}, joinKey)
+}
+
+// joinReserve is what a join's answer holds besides its players page, at
+// its widest: the join's own fields and the new member's row (which
+// withMember may add to the page), each as the proxy response escapes it.
+func joinReserve(pub ed25519.PublicKey, metadata json.RawMessage) int {
+	widest := timestamp(time.Date(2999, 12, 31, 23, 59, 59, 999999999, time.UTC))
+	own, _ := json.Marshal(joinOut{AWNID: auth.AWNID(pub), Slot: math.MaxInt64, JoinedAt: widest})
+	name := strings.Repeat("x", 256) // wider than any registry name
+	row, _ := json.Marshal(agentOut{AWNID: auth.AWNID(pub), SubjectID: &name, Slot: math.MaxInt64, JoinedAt: widest,
+		Presence: world.PresenceOffline, Metadata: json.RawMessage("{}")})
+	return 2*len(own) + lambdahttp.EscapedLen(row) + 2*len(metadata) + len(",")
+}
+
+// withMember is page with row in its place by awnId, when it is not
+// there yet and falls within the page: a row past a page that has a
+// cursor belongs to a later page. A page grown past limit gives up its
+// last row, and its cursor then points before that row.
+func withMember(page agentsOut, row agentOut, limit int) agentsOut {
+	for _, a := range page.Agents {
+		if a.AWNID == row.AWNID {
+			return page
+		}
+	}
+	i := sort.Search(len(page.Agents), func(i int) bool { return page.Agents[i].AWNID > row.AWNID })
+	if page.Cursor != nil && i == len(page.Agents) {
+		return page
+	}
+	page.Agents = slices.Insert(page.Agents, i, row)
+	if len(page.Agents) > limit {
+		page.Agents = page.Agents[:limit]
+		last := page.Agents[limit-1].AWNID
+		page.Cursor = &last
+	}
+	page.Count = len(page.Agents)
+	return page
 }
