@@ -2,11 +2,13 @@ package webhook_test
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/storetest/stores"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -60,5 +62,17 @@ func TestCountersReadTheSameEverywhere(t *testing.T) {
 	if !r.Set || r.Delivered != 2 || r.Failed != 1 || r.LastError != v.Stats.LastError ||
 		!r.LastErrorAt.Equal(*v.Stats.LastErrorAt) || !r.LastSuccessAt.Equal(*v.Stats.LastSuccessAt) || world.Answered(page.Worlds[0].Member, r) {
 		t.Fatalf("agent's view of the webhook: %+v; show: %+v", r, v.Stats)
+	}
+
+	// A leave takes the counters with the webhook: nothing of the
+	// member's webhook outlives its membership.
+	if _, err := st.Get(ctx, world.WebhookStatsKey("w", id)); err != nil {
+		t.Fatalf("counters before the leave: %v", err)
+	}
+	if err := w.Leave(ctx, "w", id); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := st.Get(ctx, world.WebhookStatsKey("w", id)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("counters after the leave: %v, %v; want not found", it, err)
 	}
 }

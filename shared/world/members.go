@@ -528,7 +528,7 @@ func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 // is the index of the count's update on the manifest among them.
 const (
 	removeManifest = 4
-	removeActions  = 5
+	removeActions  = 6
 )
 
 // removal is what the end of a membership reads before its commit: the
@@ -572,8 +572,8 @@ func (s *Service) remove(ctx context.Context, cur Member, ev Event, extra ...sto
 }
 
 // removeWith ends membership cur, committing ev and extra in the same
-// write (the deletes of member, member key, webhook and index item and
-// the count's update first, then extra, then the listing's items and the
+// write (the deletes of member, member key, webhook and index item, the
+// count's update and the webhook counters' delete first, then extra, then the listing's items and the
 // inbox's messages read in snap). The member item's delete is conditioned
 // on cur's joinedAt, so of racing removals (leave, kick, ban) one wins; a
 // failed condition is returned as the store's *store.ConditionFailedError,
@@ -612,6 +612,9 @@ func (s *Service) removeWith(ctx context.Context, cur Member, snap removal, ev E
 			store.Delete(WebhookKey(world, awnID)),
 			store.Delete(joinedIndexKey(world, awnID)),
 			count,
+			// The webhook's counters (package webhook's item, on a key
+			// of their own), which would outlive the webhook otherwise.
+			store.Delete(WebhookStatsKey(world, awnID)),
 		}, extra...)
 		acts = append(acts, listing...)
 		inboxDone := snap.inboxErr == nil && snap.inbox.Cursor == "" && len(acts)+len(snap.inbox.Items)+2 <= store.MaxActions
