@@ -103,8 +103,9 @@ func (noSlot) Error() string { return "webhook: endpoint at its concurrency limi
 // acquire takes a free slot of url's endpoint: one Query for the limit and
 // the slots, then a Put conditioned on the slot being free (absent or its
 // lease passed). While the endpoint is full it polls for up to SlotWait
-// if its limit is above one and a slot was taken under FastAnswer ago (a
-// fast endpoint frees one soon), and otherwise answers noSlot at once, with the time until the
+// if a slot was taken under FastAnswer ago (a fast endpoint frees one
+// soon; deferring instead would also let a later event overtake this
+// one at a new endpoint), and otherwise answers noSlot at once, with the time until the
 // oldest attempt in flight must have ended (its timeout), so a delivery to
 // a slow endpoint waits in the queue, not in a worker (see DeferDelay for
 // how long).
@@ -165,12 +166,7 @@ func (d *Dispatcher) acquire(ctx context.Context, url string) (slot, error) {
 			recent = true
 			retryIn = min(retryIn, delivery.AttemptTimeout)
 		}
-		if !recent || limit == 1 {
-			// Waiting in a worker pays only at an endpoint that has
-			// shown it answers fast (its limit rose above one); at one
-			// that has not (new, or slow lately) a worker would poll
-			// for nothing — 50 hanging endpoints made that thousands of
-			// Queries a minute — so the delivery waits in the queue.
+		if !recent {
 			return slot{}, noSlot{retryIn: max(DeferDelay, retryIn)}
 		}
 		select {
