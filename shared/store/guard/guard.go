@@ -97,6 +97,12 @@ type Request struct {
 	state state
 	err   error
 	done  chan struct{}
+
+	// Reads ahead (readahead.go): armed until the first call issues
+	// them (while aheadOn), and the answers kept for the handler.
+	armed   []Read
+	aheadOn bool
+	kept    map[Read]*kept
 }
 
 type ctxKey struct{}

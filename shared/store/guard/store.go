@@ -38,23 +38,53 @@ func unwrap(st store.Store) store.Store {
 	}
 }
 
-// Get reads beside the guard's parts and answers once both are done.
+// Get reads beside the guard's parts and answers once both are done; a
+// read kept ahead (Ahead) answers without a call.
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
+	r, guarded := From(ctx)
+	rd := GetRead(k)
+	if guarded {
+		if e := r.take(ctx, rd); e != nil {
+			return e.item, r.served(ctx, e)
+		}
+	}
 	var it store.Item
+	var mine *kept
+	if guarded {
+		mine = r.launch(ctx, s.inner, rd)
+	}
 	err := s.beside(ctx, func() error {
 		var err error
 		it, err = s.inner.Get(ctx, k)
+		if mine != nil {
+			mine.fill(it, store.Page{}, err)
+		}
 		return err
 	})
 	return it, err
 }
 
-// Query reads beside the guard's parts and answers once both are done.
+// Query reads beside the guard's parts and answers once both are done; a
+// read kept ahead (Ahead) answers without a call.
 func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
+	r, guarded := From(ctx)
+	rd := QueryRead(q)
+	if guarded {
+		if e := r.take(ctx, rd); e != nil {
+			return e.page, r.served(ctx, e)
+		}
+	}
 	var p store.Page
+	var mine *kept
+	if guarded {
+		mine = r.launch(ctx, s.inner, rd)
+	}
 	err := s.beside(ctx, func() error {
 		var err error
 		p, err = s.inner.Query(ctx, q)
+		if mine != nil {
+			mine.fill(nil, p, err)
+		}
 		return err
 	})
 	return p, err
