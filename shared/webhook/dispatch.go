@@ -20,6 +20,7 @@ import (
 	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/webhook/delivery"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -537,6 +538,12 @@ func (d *Dispatcher) Probe(ctx context.Context, worldID, target string) (bool, t
 	}
 	if !h.Enabled {
 		return false, 0, nil
+	}
+	// Inside a guarded request (world-ping) nothing is POSTed before the
+	// request's guard holds: the webhook's read may have been read ahead
+	// (guard.Ahead), which leaves the guard pending.
+	if err := guard.Settle(ctx); err != nil {
+		return false, 0, err
 	}
 	now := d.now()
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)

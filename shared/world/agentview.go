@@ -139,30 +139,11 @@ type AgentWorldPage struct {
 // after cursor (what a previous page returned). An agent with none gets an
 // empty page: joining nothing is no error. Cost: see the items above.
 func (s *Service) AgentWorlds(ctx context.Context, awnID string, limit int, cursor string) (AgentWorldPage, error) {
-	switch {
-	case limit == 0:
-		limit = DefaultListLimit
-	case limit < 0 || limit > MaxListLimit:
-		return AgentWorldPage{}, invalid("limit must be between 1 and %d, not %d", MaxListLimit, limit)
+	q, err := agentWorldsQuery(awnID, limit, cursor)
+	if err != nil {
+		return AgentWorldPage{}, err
 	}
-	if !ValidAWNID(awnID) {
-		return AgentWorldPage{}, invalid("awnId must be aw:sha256: and 64 lowercase hex digits; got %s", apierror.Quote(awnID))
-	}
-	lo := ""
-	if cursor != "" {
-		w, ok := strings.CutPrefix(cursor, joinedPrefix)
-		if !ok {
-			w, ok = strings.CutPrefix(cursor, ownsPrefix)
-		}
-		if !ok || !worldIDShape.Match(w) {
-			return AgentWorldPage{}, invalid("cursor must be the cursor a previous page returned; got %s", apierror.Quote(cursor))
-		}
-		lo = cursor + "\x00"
-	}
-	q := store.Query{PK: AgentPK(awnID), Limit: limit + 1}
-	if lo != "" {
-		q.SK = store.SKGE(lo)
-	}
+	limit = q.Limit - 1
 	page, err := s.store.Query(ctx, q)
 	if err != nil {
 		return AgentWorldPage{}, apierror.FromStore("list the agent's worlds", err)

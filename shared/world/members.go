@@ -337,11 +337,15 @@ func (s *Service) joinCommit(ctx context.Context, j joining, slot int64, up stor
 	}
 	acts := []store.Action{
 		store.Put(MemberKey(world, awnID), it).When(store.ItemAbsent()),
+		// The member key carries the membership's joinedAt, so that a
+		// leave whose key lookup read it can condition its removal on
+		// it without reading the member (LeaveAs).
 		store.Put(MemberKeyKey(world, keyID), store.Item{
 			AttrType:      store.S(TypeMemberKey),
 			attrAWNID:     store.S(awnID),
 			attrKeyID:     store.S(keyID),
 			attrPublicKey: store.B(pub),
+			attrJoinedAt:  store.N(now.UnixNano()),
 		}).When(store.ItemAbsent()),
 		// The world's rules hold in the join's own transaction: open, and
 		// below its cap (the cap read with the slot; a changed cap fails
@@ -497,6 +501,25 @@ type leftData struct {
 // write whose outcome was unknown counts as won once the log has settled
 // it as committed, and touches nothing while it stays unknown.
 func (s *Service) Leave(ctx context.Context, world, awnID string) error {
+	return s.LeaveAs(ctx, world, awnID, "")
+}
+
+// LeaveAs is Leave signed by keyID, the member's key. When the request's
+// key lookup read keyID's member key item (guard.Kept: an instance that
+// had not seen the key), that item gives the membership — its awnId and
+// the joinedAt the join wrote on it — so the member is not read: the
+// removal is conditioned on that joinedAt, as on the member's, and the
+// manifest comes from the route's read ahead (LeaveReads). The inbox,
+// whose partition needed the awnId, is read beside the transaction (1
+// Query, under no guard: only what a won leave found is deleted) and its
+// messages are deleted after it (1 Write), only when there are any. So a
+// leave on such an instance is 2 round trips (the key with the manifest,
+// then the transaction), 3 when its inbox holds messages. A member key
+// item from before joinedAt was written on it takes Leave's path.
+func (s *Service) LeaveAs(ctx context.Context, world, awnID, keyID string) error {
+	if cur, ok := s.keptMember(ctx, world, awnID, keyID); ok {
+		return s.leaveKept(ctx, cur)
+	}
 	var (
 		cur  Member
 		err  error
@@ -523,6 +546,72 @@ func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 	return err
 }
 
+// keptMember is the membership of awnID in world as the member key item of
+// keyID that this request's key lookup read shows it (guard.Kept); false
+// when the lookup read none, or one without joinedAt, or another member's.
+func (s *Service) keptMember(ctx context.Context, world, awnID, keyID string) (Member, bool) {
+	if keyID == "" || !validMember(world, awnID) {
+		return Member{}, false
+	}
+	it, ok := guard.Kept(ctx, MemberKeyKey(world, keyID))
+	if !ok || it.Str(AttrType) != TypeMemberKey || it.Str(attrAWNID) != awnID || it.Str(attrKeyID) != keyID {
+		return Member{}, false
+	}
+	if _, has := it[attrJoinedAt]; !has {
+		return Member{}, false
+	}
+	joined, err := it.Int(attrJoinedAt)
+	if err != nil {
+		return Member{}, false
+	}
+	return Member{World: world, AWNID: awnID, KeyID: keyID, PublicKey: ed25519.PublicKey(it.Bytes(attrPublicKey)),
+		JoinedAt: time.Unix(0, joined).UTC()}, true
+}
+
+// leaveKept is LeaveAs on the membership cur its key lookup read.
+func (s *Service) leaveKept(ctx context.Context, cur Member) error {
+	world, awnID := cur.World, cur.AWNID
+	var snap removal
+	if it, err := s.store.Get(ctx, ManifestKey(world)); err == nil {
+		snap.manifest = it // read ahead beside the key: no call
+	}
+	ev, err := s.ids.NewEvent(world, AgentLeft, Public, "", leftData{AWNID: awnID}, s.now().UTC())
+	if err != nil {
+		return internal(err)
+	}
+	// The inbox beside the transaction, not under the request's guard
+	// (which the transaction carries): its messages are deleted only
+	// once this leave has won.
+	var inbox store.Page
+	var inboxErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { inbox, inboxErr = s.store.Query(guard.Without(ctx), inboxRead(world, awnID)) })
+	snap.inboxAfter = true
+	err = s.removeWith(ctx, cur, snap, ev)
+	wg.Wait()
+	if errors.Is(err, store.ErrConditionFailed) {
+		return notJoined(world) // a racing leave, kick or rejoin came first
+	}
+	if err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
+	if inboxErr != nil || inbox.Cursor != "" {
+		return s.clearInbox(ctx, world, awnID)
+	}
+	if len(inbox.Items) == 0 {
+		return nil
+	}
+	dels := make([]store.Action, len(inbox.Items))
+	for i, it := range inbox.Items {
+		dels[i] = store.Delete(it.Key())
+	}
+	if _, err := s.store.Write(ctx, dels...); err != nil {
+		return apierror.FromStore("clear inbox", err)
+	}
+	return nil
+}
+
 // removeActions is how many actions of its own remove commits before the
 // caller's extra ones (a ban's Put is the first extra one); removeManifest
 // is the index of the count's update on the manifest among them.
@@ -537,6 +626,9 @@ type removal struct {
 	manifest store.Item // nil when it could not be read: the count is added to
 	inbox    store.Page
 	inboxErr error
+	// inboxAfter: the inbox was not read; the caller clears it once the
+	// removal has committed.
+	inboxAfter bool
 }
 
 // removeInbox is the most inbox messages a removal deletes in its own
@@ -559,7 +651,7 @@ func (s *Service) readForRemoval(ctx context.Context, world, awnID string) remov
 		if !validMember(world, awnID) {
 			return
 		}
-		r.inbox, r.inboxErr = s.store.Query(ctx, store.Query{PK: InboxPK(world, awnID), Limit: removeInbox})
+		r.inbox, r.inboxErr = s.store.Query(ctx, inboxRead(world, awnID))
 	})
 	wg.Wait()
 	return r
@@ -617,7 +709,7 @@ func (s *Service) removeWith(ctx context.Context, cur Member, snap removal, ev E
 			store.Delete(WebhookStatsKey(world, awnID)),
 		}, extra...)
 		acts = append(acts, listing...)
-		inboxDone := snap.inboxErr == nil && snap.inbox.Cursor == "" && len(acts)+len(snap.inbox.Items)+2 <= store.MaxActions
+		inboxDone := snap.inboxAfter || snap.inboxErr == nil && snap.inbox.Cursor == "" && len(acts)+len(snap.inbox.Items)+2 <= store.MaxActions
 		if inboxDone {
 			for _, it := range snap.inbox.Items {
 				acts = append(acts, store.Delete(it.Key()))

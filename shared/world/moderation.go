@@ -142,11 +142,12 @@ func (s *Service) Kick(ctx context.Context, world, target string) (Member, error
 // (data.banned true). reason is optional, at most MaxReasonLen characters.
 // Unknown world → NotFound; a malformed awnId → Invalid.
 //
-// Cost: 1 GetItem (the manifest) and 1 GetItem (the ban), then for a
-// non-member 1 GetItem (the member) and 1 TransactWriteItems (put the ban,
-// check the member item absent); for a member Kick's costs with the ban's
-// Put in its transaction. A join or leave of target racing it costs one
-// more round.
+// Cost: 2 round trips one after the other. First, side by side: the
+// manifest, the ban, the member (GetItem each) and the member's inbox
+// (Query). Then, for a non-member, 1 TransactWriteItems (put the ban,
+// check the member item absent); for a member Kick's transaction with the
+// ban's Put in it. A join or leave of target racing it costs a round more
+// (the member read again, then the write).
 func (s *Service) Ban(ctx context.Context, world, target, reason string) (Ban, bool, error) {
 	if err := checkReason(reason); err != nil {
 		return Ban{}, false, err
@@ -154,14 +155,43 @@ func (s *Service) Ban(ctx context.Context, world, target, reason string) (Ban, b
 	if !ValidAWNID(target) {
 		return Ban{}, false, invalid("awnId must be aw:sha256: and 64 lowercase hex digits; got %s", apierror.Quote(target))
 	}
-	if _, err := s.GetWorld(ctx, world); err != nil {
-		return Ban{}, false, err
+	if !worldIDShape.Match(world) {
+		return Ban{}, false, worldNotFound(world)
 	}
-	if b, err := s.readBan(ctx, world, target); err == nil {
-		return b, false, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return Ban{}, false, apierror.FromStore("read ban", err)
+	// The world, the ban, the member and what its removal reads, side by
+	// side: one round trip.
+	var (
+		man    store.Item
+		manErr error
+		ban    Ban
+		banErr error
+		cur    Member
+		curErr error
+		snap   removal
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() { man, manErr = s.store.Get(ctx, ManifestKey(world)) })
+	wg.Go(func() { ban, banErr = s.readBan(ctx, world, target) })
+	wg.Go(func() { cur, curErr = s.readMember(ctx, world, target) })
+	wg.Go(func() {
+		snap.inbox, snap.inboxErr = s.store.Query(ctx, inboxRead(world, target))
+	})
+	wg.Wait()
+	switch {
+	case errors.Is(manErr, store.ErrNotFound):
+		return Ban{}, false, worldNotFound(world)
+	case manErr != nil:
+		return Ban{}, false, apierror.FromStore("read world", manErr)
 	}
+	if _, err := decodeManifest(man); err != nil {
+		return Ban{}, false, internal(err)
+	}
+	if banErr == nil {
+		return ban, false, nil
+	} else if !errors.Is(banErr, store.ErrNotFound) {
+		return Ban{}, false, apierror.FromStore("read ban", banErr)
+	}
+	snap.manifest = man
 	now := s.now().UTC()
 	b := Ban{World: world, AWNID: target, Reason: reason, BannedAt: now}
 	it := store.Item{
@@ -173,8 +203,11 @@ func (s *Service) Ban(ctx context.Context, world, target, reason string) (Ban, b
 		it[attrReason] = store.S(reason)
 	}
 	put := store.Put(BanKey(world, target), it).When(store.ItemAbsent())
-	for range moderationAttempts {
-		cur, err := s.readMember(ctx, world, target)
+	for round := range moderationAttempts {
+		err := curErr
+		if round > 0 {
+			cur, err = s.readMember(ctx, world, target)
+		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			_, err = s.store.Write(ctx, put, store.Check(MemberKey(world, target), store.ItemAbsent()))
@@ -195,7 +228,11 @@ func (s *Service) Ban(ctx context.Context, world, target, reason string) (Ban, b
 		if err != nil {
 			return Ban{}, false, internal(err)
 		}
-		err = s.remove(ctx, cur, ev, put)
+		if round == 0 {
+			err = s.removeWith(ctx, cur, snap, ev, put)
+		} else {
+			err = s.remove(ctx, cur, ev, put)
+		}
 		var cf *store.ConditionFailedError
 		switch {
 		case err == nil:

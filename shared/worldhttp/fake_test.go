@@ -79,7 +79,7 @@ func (f *fake) Join(ctx context.Context, w string, pub ed25519.PublicKey, meta j
 	return f.JoinFn(ctx, w, pub, meta)
 }
 
-func (f *fake) Leave(ctx context.Context, w, awnID string) error {
+func (f *fake) LeaveAs(ctx context.Context, w, awnID, _ string) error {
 	f.count("Leave")
 	if f.LeaveFn == nil {
 		return errUnexpected

@@ -12,12 +12,14 @@ import (
 	"github.com/a2awire/a2awire/shared/access"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
-// Leaver ends a membership (world.Service.Leave).
+// Leaver ends the membership of the key that signed
+// (world.Service.LeaveAs).
 type Leaver interface {
-	Leave(ctx context.Context, world, awnID string) error
+	LeaveAs(ctx context.Context, world, awnID, keyID string) error
 }
 
 // MemberLister lists a page of a world's members, by awnId, with their
@@ -91,11 +93,12 @@ func NewLeave(o Options, leaver Leaver) (http.Handler, error) {
 		if err := emptyBody(r); err != nil {
 			return err
 		}
-		if err := leaver.Leave(r.Context(), world, awnID); err != nil {
+		id, _ := access.IdentityFrom(r.Context())
+		if err := leaver.LeaveAs(r.Context(), world, awnID, id.KeyID); err != nil {
 			return fmt.Errorf("worldhttp: leave: %w", err)
 		}
 		return reply(w, http.StatusOK, map[string]bool{"left": true})
-	}, nil)
+	}, nil, readAhead(func(r *http.Request) []guard.Read { return world.LeaveReads(access.Param(r, "world")) }))
 }
 
 // agentOut is one member as the agents list shows it.
@@ -326,7 +329,14 @@ func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 			return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": true, "latencyMs": latency.Milliseconds()})
 		}
 		return reply(w, http.StatusOK, map[string]any{"target": in.Target, "reachable": ok, "latencyMs": nil})
-	}), nil)
+	}), nil, readAhead(func(r *http.Request) []guard.Read {
+		// A hint only: the handler decodes the body strictly.
+		var in struct {
+			Target string `json:"target"`
+		}
+		_ = json.Unmarshal(access.Body(r), &in)
+		return world.PingReads(access.Param(r, "world"), in.Target)
+	}))
 }
 
 // NewAct serves POST /v0/worlds/{world}/actions (rate limit "actions"):
@@ -356,7 +366,7 @@ func NewAct(o Options, submitter ActionSubmitter) (http.Handler, error) {
 			return fmt.Errorf("worldhttp: submit action: %w", err)
 		}
 		return reply(w, http.StatusCreated, map[string]string{"actionId": id})
-	}), nil)
+	}), nil, readAhead(func(r *http.Request) []guard.Read { return world.ActionReads(access.Param(r, "world")) }))
 }
 
 // eventOut is an event as clients see it.

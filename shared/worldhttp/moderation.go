@@ -11,6 +11,7 @@ import (
 	"github.com/a2awire/a2awire/shared/access"
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -69,7 +70,9 @@ func (a owner) owns(ctx context.Context, params map[string]string, id access.Ide
 }
 
 // serveOwner is serve for an owner route of the world in the path.
-func serveOwner(o Options, worlds WorldReader, f handlerFunc) (http.Handler, error) {
+// more sets more of the route (its reads ahead: the manifest the owner's
+// key is read from is kept for the handler without naming it).
+func serveOwner(o Options, worlds WorldReader, f handlerFunc, more ...func(*access.Route)) (http.Handler, error) {
 	if worlds == nil {
 		return nil, errors.New("worldhttp: no world service")
 	}
@@ -77,7 +80,12 @@ func serveOwner(o Options, worlds WorldReader, f handlerFunc) (http.Handler, err
 		return nil, err
 	}
 	a := owner{worlds: worlds, members: o.Members}
-	return serve(o, a.key, f, nil, func(r *access.Route) { r.Owns = a.owns })
+	return serve(o, a.key, f, nil, append([]func(*access.Route){func(r *access.Route) { r.Owns = a.owns }}, more...)...)
+}
+
+// targetReads reads ahead what reads(world, awnId in the path) names.
+func targetReads(reads func(world, target string) []guard.Read) func(*access.Route) {
+	return readAhead(func(r *http.Request) []guard.Read { return reads(access.Param(r, "world"), access.Param(r, "awnId")) })
 }
 
 // target reads the awnId in the path; malformed → 404 (no such member or
@@ -136,7 +144,7 @@ func NewKick(o Options, worlds WorldReader, mod Moderator) (http.Handler, error)
 			return fmt.Errorf("worldhttp: kick: %w", err)
 		}
 		return reply(w, http.StatusOK, memberOut{AWNID: m.AWNID, SubjectID: subject(m.SubjectID), Slot: m.Slot, JoinedAt: timestamp(m.JoinedAt)})
-	})
+	}, targetReads(world.KickReads))
 }
 
 // NewBan serves PUT /v0/worlds/{world}/bans/{awnId} (owner), body {} or
@@ -164,7 +172,7 @@ func NewBan(o Options, worlds WorldReader, mod Moderator) (http.Handler, error) 
 			return fmt.Errorf("worldhttp: ban: %w", err)
 		}
 		return reply(w, created(isNew), banJSON(b))
-	})
+	}, targetReads(world.BanReads))
 }
 
 // NewUnban serves DELETE /v0/worlds/{world}/bans/{awnId} (owner): 200 with
@@ -183,7 +191,7 @@ func NewUnban(o Options, worlds WorldReader, mod Moderator) (http.Handler, error
 			return fmt.Errorf("worldhttp: unban: %w", err)
 		}
 		return reply(w, http.StatusOK, banJSON(b))
-	})
+	}, targetReads(world.UnbanReads))
 }
 
 // NewBans serves GET /v0/worlds/{world}/bans?limit=&cursor= (owner):
@@ -341,5 +349,15 @@ func NewAgentWorlds(o Options, viewer AgentViewer, registered RegisteredKeys) (h
 			out = append(out, agentWorldJSON(row))
 		}
 		return reply(w, http.StatusOK, map[string]any{"awnId": awnID, "worlds": out, "count": len(out), "cursor": nullable(page.Cursor)})
-	}, nil)
+	}, nil, readAhead(func(r *http.Request) []guard.Read {
+		// The page as the handler will ask for it (a bad limit or
+		// cursor names nothing: the handler refuses it).
+		q := newQuery(r.URL.RawQuery)
+		limit := q.intIn("limit", 1, MaxLimit, DefaultLimit)
+		cursor, _ := q.get("cursor")
+		if q.err != nil {
+			return nil
+		}
+		return world.AgentWorldsReads(access.Param(r, "awnId"), limit, cursor)
+	}))
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/routes"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/strictjson"
 )
 
@@ -158,6 +159,12 @@ func serve(o Options, paramKeys access.ParamKeyLookup, f handlerFunc, bodyKey fu
 		return nil, fmt.Errorf("worldhttp: %s: %w", fn, err)
 	}
 	return d, nil
+}
+
+// readAhead names a route's first reads, read ahead beside its key
+// lookup's read (access.Route.ReadAhead).
+func readAhead(f func(r *http.Request) []guard.Read) func(*access.Route) {
+	return func(rt *access.Route) { rt.ReadAhead = f }
 }
 
 // caller is the world in the path and the awnId that signed.
