@@ -123,8 +123,10 @@ type Route struct {
 	// the handler will make first (from the path parameters and the
 	// body). They are armed around the key lookup (guard.Ahead): when
 	// the lookup reads a stored key, they go beside that read, one
-	// round trip instead of two; a lookup that reads nothing (a key this
-	// instance knows) issues none of them.
+	// round trip instead of two, and what the lookup itself read (an
+	// owner's manifest) is kept for the handler too, even when it names
+	// none; a lookup that reads nothing (a key this instance knows)
+	// issues none of them. Without it nothing is kept.
 	ReadAhead func(r *http.Request) []guard.Read
 }
 

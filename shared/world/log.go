@@ -162,6 +162,14 @@ func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Act
 	off := len(with)
 	if len(gacts) > 0 {
 		with = append(append([]store.Action(nil), with...), gacts...)
+	} else {
+		// Nothing to carry: the guard was written first (or there is
+		// none); a guard that refused the request refuses the commit,
+		// which must then write nothing.
+		if err := finish(nil, off); err != nil {
+			return Event{}, err
+		}
+		finish = func(err error, _ int) error { return err }
 	}
 	// The log's own calls (the batch's Write, an unknown outcome's
 	// settling) carry the guard already: they must not wait for it.

@@ -80,7 +80,10 @@ func serveOwner(o Options, worlds WorldReader, f handlerFunc, more ...func(*acce
 		return nil, err
 	}
 	a := owner{worlds: worlds, members: o.Members}
-	return serve(o, a.key, f, nil, append([]func(*access.Route){func(r *access.Route) { r.Owns = a.owns }}, more...)...)
+	// Armed with nothing named, the manifest the key lookup reads is
+	// kept for the handler (its change reads it again otherwise).
+	keep := readAhead(func(*http.Request) []guard.Read { return nil })
+	return serve(o, a.key, f, nil, append([]func(*access.Route){keep, func(r *access.Route) { r.Owns = a.owns }}, more...)...)
 }
 
 // targetReads reads ahead what reads(world, awnId in the path) names.

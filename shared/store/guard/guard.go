@@ -314,8 +314,16 @@ func Take(ctx context.Context, own []store.Action) (acts []store.Action, finish 
 		}
 		return nil, func(err error, _ int) error { return err }
 	}
-	acts = make([]store.Action, len(parts))
-	for i, p := range parts {
+	// A check the writer's own action on its item implies is left to
+	// that action (carriable): it is not carried.
+	var carried []Part
+	for _, p := range parts {
+		if !implied(p, own) {
+			carried = append(carried, p)
+		}
+	}
+	acts = make([]store.Action, len(carried))
+	for i, p := range carried {
 		acts[i] = p.Action
 	}
 	return acts, func(err error, offset int) error {
@@ -324,8 +332,8 @@ func Take(ctx context.Context, own []store.Action) (acts []store.Action, finish 
 		case err == nil:
 			r.finish(nil)
 			return nil
-		case errors.As(err, &cf) && cf.Action >= offset && cf.Action < offset+len(parts):
-			gerr := parts[cf.Action-offset].Refused(cf)
+		case errors.As(err, &cf) && cf.Action >= offset && cf.Action < offset+len(carried):
+			gerr := carried[cf.Action-offset].Refused(cf)
 			r.finish(gerr)
 			return refuse(gerr)
 		case errors.As(err, &cf):

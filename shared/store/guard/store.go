@@ -141,9 +141,10 @@ func (s *Store) Write(ctx context.Context, actions ...store.Action) ([]store.Ite
 
 // carriable reports whether the pending parts can join actions in one
 // transaction: no action returns its item, the total is within
-// store.MaxActions, and no item is named twice (a guard check of an item
-// the write touches is left to the write alone when it is the same
-// condition; otherwise the guard goes first).
+// store.MaxActions, and no item is named twice — except a guard check that
+// an item exists where the write's own action on that item holds only if
+// it exists (implied: the write alone holds it; see Take). Otherwise the
+// guard goes first.
 func carriable(r *Request, actions []store.Action) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -160,10 +161,61 @@ func carriable(r *Request, actions []store.Action) bool {
 		}
 		keys[a.Key] = true
 	}
+	carried := 0
 	for _, p := range r.parts {
+		if implied(p, actions) {
+			continue
+		}
 		if keys[p.Action.Key] {
 			return false
 		}
+		carried++
 	}
-	return true
+	// Nothing left to carry (every part implied): the guard goes first,
+	// so that Take's empty acts keep meaning "nothing pending".
+	return carried > 0
+}
+
+// implied reports whether p is a check that its item exists and one of
+// actions, on the same item, is conditioned on something only an existing
+// item can satisfy: the write holds p itself, and a failure of that
+// condition is the write's to answer (it is the guard's when the guard,
+// written alone after the failure, fails too: Take).
+func implied(p Part, actions []store.Action) bool {
+	if p.Action.Kind != store.CheckAction || !requiresItem(p.Action.If) {
+		return false
+	}
+	if e, ok := p.Action.If.(store.AttrExists); !ok || e.Attr != store.AttrPK || e.Not {
+		return false
+	}
+	for _, a := range actions {
+		if a.Key == p.Action.Key && a.If != nil && requiresItem(a.If) {
+			return true
+		}
+	}
+	return false
+}
+
+// requiresItem reports whether c can hold only for an existing item.
+func requiresItem(c store.Cond) bool {
+	switch c := c.(type) {
+	case store.AttrExists:
+		return !c.Not
+	case store.Compare:
+		return c.Op != store.OpNe // a missing attribute fails every other comparison
+	case store.AndCond:
+		for _, x := range c {
+			if requiresItem(x) {
+				return true
+			}
+		}
+	case store.OrCond:
+		for _, x := range c {
+			if !requiresItem(x) {
+				return false
+			}
+		}
+		return len(c) > 0
+	}
+	return false
 }
