@@ -2,6 +2,7 @@ package world_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
 	storeguard "github.com/a2awire/a2awire/shared/store/guard"
+	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -114,4 +116,40 @@ func TestColdLeaveRacingKick(t *testing.T) {
 			t.Fatalf("%d agent.left and %d agent.kicked, want 2 and 1 (the first leave, the kick, the racing leave)", n, k)
 		}
 	})
+}
+
+// TestCommitRefusedByGuardWritesNothing: a commit whose actions cannot
+// carry the request's guard (an action on an item a guard part writes)
+// has the guard written first; when the guard refuses (a nonce used
+// already), the commit writes nothing — neither the event nor its
+// actions — and answers the guard's error.
+func TestCommitRefusedByGuardWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	nonce := store.Key{PK: "NONCE#k", SK: "N#1"}
+	if _, err := st.Write(ctx, store.Put(nonce, store.Item{"type": store.S("nonce")})); err != nil {
+		t.Fatal(err)
+	}
+	g := storeguard.Wrap(st)
+	log := world.NewLog(g, testIDs, time.Now)
+	rctx, _ := storeguard.Begin(ctx)
+	used := errors.New("nonce already used")
+	storeguard.Add(rctx, g, storeguard.Part{Action: store.Put(nonce, store.Item{"type": store.S("nonce")}).When(store.ItemAbsent()),
+		Refused: func(*store.ConditionFailedError) error { return used }})
+	ev, err := testIDs.NewEvent("arena", "test.done", world.Public, "", map[string]string{}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The commit's own action names the nonce's item: it cannot carry it.
+	_, err = log.Commit(rctx, ev, store.Update(nonce).SetAttr("seen", store.S("yes")))
+	if !errors.Is(err, used) {
+		t.Fatalf("commit under a refused guard: %v, want the guard's error", err)
+	}
+	if _, err := st.Get(ctx, store.Key{PK: world.SharedEventsPK("arena"), SK: ev.ID}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the event was written under a refused guard (%v)", err)
+	}
+	if it, _ := st.Get(ctx, nonce); it.Str("seen") != "" {
+		t.Fatal("the commit's own action was written under a refused guard")
+	}
 }

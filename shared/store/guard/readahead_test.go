@@ -173,3 +173,38 @@ func TestReadAheadStopped(t *testing.T) {
 		t.Fatal("Kept reports a read nobody made")
 	}
 }
+
+// A guard check that an item exists rides in a write whose own action on
+// that item is conditioned on its existing (a removal's update of the
+// manifest): one call, one round trip; when the item is gone, the guard's
+// error answers, as when the guard went first.
+func TestImpliedCheck(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		g, rt, c, mem := aheadSetup(t)
+		if gone {
+			if _, err := mem.Write(context.Background(), store.Delete(memberK)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, _ := guard.Begin(context.Background())
+		addNonce(t, ctx, g)
+		guard.Add(ctx, g, guard.Part{Action: store.Check(memberK, store.ItemExists()),
+			Refused: func(*store.ConditionFailedError) error { return errMember }})
+		_, err := g.Write(ctx, store.Update(memberK).SetAttr("n", store.N(1)).When(store.ItemExists()), store.Delete(domainK))
+		if gone {
+			if !errors.Is(err, errMember) {
+				t.Fatalf("the item gone: %v, want the check's error", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, calls := rt.Take(), c.n(); n != 1 || calls != 1 {
+			t.Fatalf("%d round trips and %d calls, want 1 and 1 (the check implied by the write)", n, calls)
+		}
+		if !exists(t, mem, nonceK) {
+			t.Fatal("the nonce was not carried")
+		}
+	}
+}
