@@ -36,8 +36,8 @@ func (m *memberReads) Get(ctx context.Context, k store.Key) (store.Item, error) 
 // coldLeave runs n's leave as world-leave does on an instance that has
 // not seen its key: the member key read (MemberKey) with the manifest
 // read ahead beside it, then LeaveAs; hook runs before its first write.
-// It returns the leave's error and how many member items it read.
-func coldLeave(t *testing.T, st store.Store, c *clock, id string, n int, hook func()) (error, int) {
+// It returns how many member items the leave read, and its error.
+func coldLeave(t *testing.T, st store.Store, c *clock, id string, n int, hook func()) (int, error) {
 	t.Helper()
 	counted := &memberReads{Store: &storetest.BeforeWrite{Store: st, Hook: hook}}
 	s := world.New(storeguard.Wrap(counted), world.WithClock(c.Now), world.WithIDs(testIDs))
@@ -52,7 +52,7 @@ func coldLeave(t *testing.T, st store.Store, c *clock, id string, n int, hook fu
 	if gerr := storeguard.Settle(ctx); gerr != nil && err == nil {
 		err = gerr
 	}
-	return err, counted.n
+	return counted.n, err
 }
 
 // TestColdLeaveRacingKick: a leave on an instance that has not seen the
@@ -70,7 +70,7 @@ func TestColdLeaveRacingKick(t *testing.T) {
 
 		// Uncontended: the member key item is enough.
 		join(t, s, "arena", 1)
-		err, reads := coldLeave(t, st, c, "arena", 1, func() {})
+		reads, err := coldLeave(t, st, c, "arena", 1, func() {})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestColdLeaveRacingKick(t *testing.T) {
 		// A kick between the leave's read and its write.
 		join(t, s, "arena", 1)
 		var kerr error
-		err, _ = coldLeave(t, st, c, "arena", 1, func() { _, kerr = s.Kick(ctx, "arena", target) })
+		_, err = coldLeave(t, st, c, "arena", 1, func() { _, kerr = s.Kick(ctx, "arena", target) })
 		if kerr != nil {
 			t.Fatal(kerr)
 		}
@@ -93,7 +93,7 @@ func TestColdLeaveRacingKick(t *testing.T) {
 		// A leave and a rejoin between them: the stale leave must not end
 		// the new membership.
 		join(t, s, "arena", 1)
-		err, _ = coldLeave(t, st, c, "arena", 1, func() {
+		_, err = coldLeave(t, st, c, "arena", 1, func() {
 			c.Advance(time.Millisecond) // a new joinedAt, as a real clock gives
 			if err := s.Leave(ctx, "arena", target); err != nil {
 				t.Error(err)
