@@ -25,7 +25,9 @@
 // The manifest holds the owner's key, the slot counter and the member
 // count. A member item holds what the agents list shows (slot, joinedAt,
 // metadata, subjectId) and lastPollAt; the member key item lets a member
-// route find the signing key of a keyid within one world with one Get.
+// route find the signing key of a keyid within one world with one Get, and
+// carries the membership's joinedAt (from the join's transaction on), so a
+// leave on an instance that read it need not read the member (LeaveAs).
 // Public and agents-visible events share one partition per world, private
 // events have one per recipient, so a poll is one Query of each; event ids
 // are ULIDs, so sort-key order is time order and an id is a cursor. The

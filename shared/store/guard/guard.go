@@ -30,9 +30,14 @@
 //     error; a domain condition failing → the guard is written alone (on
 //     this error path only) and its error, if any, comes first, so a
 //     request is refused for the same reason, in the same order, as when
-//     the guard ran first. A Write that cannot carry them (an Update
-//     returning its item, which a transaction cannot do; a Write that
-//     would pass 100 actions or name a guard item) writes the guard first.
+//     the guard ran first. A guard check that an item exists is left out
+//     when the Write's own action on that item is conditioned on
+//     something only an existing item satisfies (a removal's update of
+//     the manifest): the Write holds it, and a transaction may not name
+//     an item twice. A Write that cannot carry them (an Update returning
+//     its item, which a transaction cannot do; a Write that would pass
+//     100 actions or name a guard item otherwise) writes the guard first,
+//     and writes nothing when it refused.
 //   - a Get or Query runs beside the guard (the guard's parts, each its
 //     own call, all at once) and returns only once the guard has settled:
 //     reads have no effect, so nothing is visible before the guard holds.
@@ -41,6 +46,22 @@
 //   - a writer that builds its own Write out of several requests' actions
 //     (world.Log's group commit) takes each request's guard with Take and
 //     reports the outcome to it.
+//
+// # Reads ahead
+//
+// The guard saves the round trips of its own writes; the key lookup of a
+// signing key this instance has not seen (a member key item, a world's
+// manifest for its owner's key) is a read the handler's reads would wait
+// for. A route names its handler's first reads from its path and body
+// (access.Route.ReadAhead), and the middleware arms them around the key
+// lookup (Ahead): the lookup's read issues them all beside itself, and
+// the handler's calls of the same reads take the answers kept (each once)
+// instead of calling the store; what the lookup itself read is kept too
+// (Kept: a leave takes the membership from the member key item). So the
+// lookup and the handler's reads are one round trip, and its write the
+// second. A kept answer taken while the guard is pending leaves it
+// pending for the handler's write to carry (readahead.go gives the rules:
+// staleness, conditions, unverified requests).
 //
 // Whatever the handler did, the middleware settles a guard still pending
 // when the handler returns (a handler that refused bad input without a
