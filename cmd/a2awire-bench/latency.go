@@ -82,11 +82,16 @@ type latencyRoute struct {
 type latencyRequest struct {
 	key                ed25519.PrivateKey
 	method, path, body string
+	// status is the answer expected when it is not the route's (a row
+	// alternating two routes).
+	status int
 }
 
 // fixed is a route whose every request is the same.
 func fixed(k ed25519.PrivateKey, method, path, body string) func(context.Context, int) (latencyRequest, error) {
-	return func(context.Context, int) (latencyRequest, error) { return latencyRequest{k, method, path, body}, nil }
+	return func(context.Context, int) (latencyRequest, error) {
+		return latencyRequest{k, method, path, body, 0}, nil
+	}
 }
 
 // latencySample is what one route's measured requests came to.
@@ -127,7 +132,7 @@ func latencyRow(row Row, r latencyRoute, proxy time.Duration, s latencySample) R
 	return row
 }
 
-// latencyRows are rows 7a–7s: each world route's p50/p99 end to end
+// latencyRows are rows 7a–7v: each world route's p50/p99 end to end
 // through the harness (gateway stand-in, Lambda stand-in, handler) on
 // DynamoDB Local behind a proxy adding proxyMS to every call, with the
 // sequential round trips of its critical path (shared/store/roundtrips),
@@ -162,11 +167,11 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		{"7d", "world agents list", "world-agents", 200, fixed(a.key, "GET", "/v0/worlds/lobby/agents", "")},
 		{"7e", "world join (a new member each request)", "world-join", 201, func(_ context.Context, i int) (latencyRequest, error) {
 			m := fresh(0x7e00, i)
-			return latencyRequest{m.key, "POST", "/v0/worlds/lobby/join", joinBody(m)}, nil
+			return latencyRequest{m.key, "POST", "/v0/worlds/lobby/join", joinBody(m), 0}, nil
 		}},
 		{"7f", "world leave (a member joined before each request)", "world-leave", 200, func(ctx context.Context, i int) (latencyRequest, error) {
 			m := fresh(0x7f00, i)
-			return latencyRequest{m.key, "POST", "/v0/worlds/lobby/leave", ""}, joinFresh(ctx, m, "lobby")
+			return latencyRequest{m.key, "POST", "/v0/worlds/lobby/leave", "", 0}, joinFresh(ctx, m, "lobby")
 		}},
 		{"7g", "world ping (a member without a webhook)", "world-ping", 200, fixed(a.key, "POST", "/v0/worlds/lobby/ping", fmt.Sprintf(`{"target":%q}`, b.id))},
 		{"7h", "world action", "world-act", 201, fixed(a.key, "POST", "/v0/worlds/lobby/actions", `{"action":"wave"}`)},
@@ -177,7 +182,7 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		{"7m", "the agent's worlds", "agent-worlds", 200, fixed(a.key, "GET", "/v0/agents/"+a.id+"/worlds", "")},
 		{"7n", "world kick by its owner (a member joined before each request)", "world-kick", 200, func(ctx context.Context, i int) (latencyRequest, error) {
 			m := fresh(0x7100, i)
-			return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/members/" + m.id + "/kick", ""}, joinFresh(ctx, m, "bench-owned")
+			return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/members/" + m.id + "/kick", "", 0}, joinFresh(ctx, m, "bench-owned")
 		}},
 		{"7o", "world bans list by its owner", "world-bans", 200, fixed(a.key, "GET", "/v0/worlds/bench-owned/bans", "")},
 		{"7p", "registry lookup (public)", "registry", 200, fixed(nil, "GET", "/api/v1/agents", "")},
@@ -185,10 +190,26 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		{"7r", "OpenAPI document (public)", "openapi", 200, fixed(nil, "GET", "/openapi.json", "")},
 		{"7s", "world close and reopen by its owner, alternately", "world-close", 200, func(_ context.Context, i int) (latencyRequest, error) {
 			if i%2 == 0 {
-				return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/close", ""}, nil
+				return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/close", "", 0}, nil
 			}
-			return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/reopen", ""}, nil
+			return latencyRequest{a.key, "POST", "/v0/worlds/bench-owned/reopen", "", 0}, nil
 		}},
+		{"7t", "world ban and unban of a non-member by its owner, alternately", "world-ban", 201, func(_ context.Context, i int) (latencyRequest, error) {
+			path := "/v0/worlds/bench-owned/bans/" + b.id
+			if i%2 == 0 {
+				return latencyRequest{a.key, "PUT", path, `{"reason":"bench"}`, 0}, nil
+			}
+			return latencyRequest{a.key, "DELETE", path, "", 200}, nil
+		}},
+		{"7u", "world delete by its owner (a world created before each request)", "world-delete", 202, func(ctx context.Context, i int) (latencyRequest, error) {
+			id := fmt.Sprintf("bench-del-%d", i)
+			st, body, err := httpSigned(ctx, srvURL, a.key, "PUT", "/v0/worlds/"+id, fmt.Sprintf(`{"publicKey":%q,"name":"Bench"}`, a.publicKey()))
+			if err == nil && st != 201 {
+				err = fmt.Errorf("create %s: %d %s", id, st, body)
+			}
+			return latencyRequest{a.key, "DELETE", "/v0/worlds/" + id, "", 0}, err
+		}},
+		{"7v", "world webhook show (a member without a webhook: 404)", "world-webhook-show", 404, fixed(b.key, "GET", "/v0/worlds/lobby/webhook", "")},
 	}
 	var rows []Row
 	for _, r := range routesMeasured {
@@ -265,7 +286,11 @@ func measureRoute(ctx context.Context, base string, r latencyRoute, m *capacity.
 		took := float64(time.Since(start).Microseconds()) / 1000
 		depth := rt.Take()
 		use := m.Take()
-		if err != nil || st != r.status {
+		want := r.status
+		if req.status != 0 {
+			want = req.status
+		}
+		if err != nil || st != want {
 			return s, fmt.Errorf("request %d: %d %s %v", i+1, st, out, err)
 		}
 		if i < 0 {
