@@ -29,6 +29,14 @@ func LeaveReads(world string) []guard.Read {
 	return []guard.Read{guard.GetRead(ManifestKey(world))}
 }
 
+// EventsReads are a poll's first: the event head (PollAs).
+func EventsReads(world string) []guard.Read {
+	if !worldIDShape.Match(world) {
+		return nil
+	}
+	return []guard.Read{guard.GetRead(EventHeadKey(world))}
+}
+
 // ActionReads are SubmitAction's: the manifest (its actions).
 func ActionReads(world string) []guard.Read { return LeaveReads(world) }
 

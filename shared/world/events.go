@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 )
 
 // submittedData is the payload of action.submitted.
@@ -395,6 +396,18 @@ func (s *Service) WaitEvents(ctx context.Context, world, awnID, after string, li
 // (EventPage), which moves past events the member may not see (agents
 // events from before its join), so a reader is never stuck behind them.
 func (s *Service) Poll(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) (EventPage, error) {
+	return s.PollAs(ctx, world, awnID, "", after, limit, wait)
+}
+
+// PollAs is Poll signed by keyID, the member's key. When the request's key
+// lookup read keyID's member key item (an instance that had not seen the
+// key) and read the event head ahead beside it (EventsReads), the guard is
+// still pending when the pages are read: the poll's record, a steady poll's
+// update, is then a write the guard rides in (markPolledKept), beside the
+// pages, which do not wait for the guard (nothing of them is answered
+// unless the record, and so the guard, held). Two round trips, as on a
+// warm instance; a poll that changes presence takes Poll's path.
+func (s *Service) PollAs(ctx context.Context, world, awnID, keyID, after string, limit int, wait time.Duration) (EventPage, error) {
 	if wait < 0 || wait > MaxWait {
 		return EventPage{}, invalid("wait must be between 0 and %d seconds, not %v", int(MaxWait/time.Second), wait)
 	}
@@ -418,7 +431,13 @@ func (s *Service) Poll(ctx context.Context, world, awnID, after string, limit in
 	if err != nil {
 		return EventPage{}, apierror.FromStore("read events", err)
 	}
-	p, m, err := s.eventsAt(ctx, world, awnID, after, limit, head, func() (Member, error) { return s.markPolled(ctx, world, awnID) })
+	record := func() (Member, error) { return s.markPolled(ctx, world, awnID) }
+	pages := ctx
+	if kept, ok := s.keptMember(ctx, world, awnID, keyID); ok && guard.Active(ctx) {
+		record = func() (Member, error) { return s.markPolledKept(ctx, kept) }
+		pages = guard.Without(ctx)
+	}
+	p, m, err := s.eventsAt(pages, world, awnID, after, limit, head, record)
 	for {
 		if err != nil || len(p.Events) > 0 {
 			return p, err

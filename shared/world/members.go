@@ -923,14 +923,45 @@ func (s *Service) markPolled(ctx context.Context, world, awnID string) (Member, 
 		store.Ge(attrLastPollAt, store.N(now.Add(-ReachableWithin).UnixNano())))
 	up := store.Update(MemberKey(world, awnID)).SetAttr(attrLastPollAt, store.N(now.UnixNano()))
 	res, err := s.store.Write(ctx, up.When(steady).Returning().OnFailReturn())
-	var cf *store.ConditionFailedError
-	switch {
-	case err == nil:
+	if err == nil {
 		m, err := decodeMember(world, res[0])
 		if err != nil {
 			return Member{}, internal(err)
 		}
 		return m, nil
+	}
+	return s.pollChanged(ctx, world, now, up, err)
+}
+
+// markPolledKept is markPolled for the member kept as its member key item
+// showed it (keptMember): the steady case's update returns nothing, so
+// that it is a write the request's guard rides in (an update returning
+// its item cannot be in a transaction, and would wait for the guard), and
+// the member it returns is kept's, polled now — the membership (awnId,
+// joinedAt) a poll's visibility needs. Anything but a steady poll takes
+// markPolled's path from the member its failed update returned.
+func (s *Service) markPolledKept(ctx context.Context, kept Member) (Member, error) {
+	world, awnID := kept.World, kept.AWNID
+	now := s.now().UTC()
+	steady := store.And(store.Eq(attrPresence, store.S(PresenceOnline)), store.NotExists(attrRegistryOffline),
+		store.Ge(attrLastPollAt, store.N(now.Add(-ReachableWithin).UnixNano())),
+		store.Eq(attrJoinedAt, store.N(kept.JoinedAt.UnixNano())))
+	up := store.Update(MemberKey(world, awnID)).SetAttr(attrLastPollAt, store.N(now.UnixNano()))
+	_, err := s.store.Write(ctx, up.When(steady).OnFailReturn())
+	if err == nil {
+		m := kept
+		m.LastPollAt, m.Announced = now, PresenceOnline
+		return m, nil
+	}
+	return s.pollChanged(ctx, world, now, up, err)
+}
+
+// pollChanged is a poll whose steady update (up) failed with err: the
+// member was announced offline (a new member, or one whose registration
+// is offline) or went stale, or is gone (NotJoined).
+func (s *Service) pollChanged(ctx context.Context, world string, now time.Time, up store.Action, err error) (Member, error) {
+	var cf *store.ConditionFailedError
+	switch {
 	case !errors.As(err, &cf):
 		return Member{}, apierror.FromStore("mark polled", err)
 	case len(cf.Item) == 0:
@@ -942,7 +973,7 @@ func (s *Service) markPolled(ctx context.Context, world, awnID string) (Member, 
 	}
 	// A poll after a silence: was the silence announced?
 	if before.Announced == PresenceOnline && !before.RegistryOffline {
-		h, err := s.readHook(ctx, world, awnID)
+		h, err := s.readHook(ctx, world, before.AWNID)
 		if err != nil {
 			return Member{}, apierror.FromStore("read webhook", err)
 		}

@@ -123,7 +123,7 @@ func (f *fake) SubmitAction(ctx context.Context, w, awnID, action string, params
 
 // Poll answers WaitEventsFn's events, its cursor the last one's id (or
 // after).
-func (f *fake) Poll(ctx context.Context, w, awnID, after string, limit int, wait time.Duration) (world.EventPage, error) {
+func (f *fake) PollAs(ctx context.Context, w, awnID, _, after string, limit int, wait time.Duration) (world.EventPage, error) {
 	f.count("WaitEvents")
 	if f.WaitEventsFn == nil {
 		return world.EventPage{}, errUnexpected

@@ -61,10 +61,10 @@ type ActionSubmitter interface {
 }
 
 // EventWaiter long-polls the events visible to a member after a cursor
-// (world.Service.Poll), and reads a world's public feed without
+// (world.Service.PollAs, signed by keyID), and reads a world's public feed without
 // membership (world.Service.PublicEvents).
 type EventWaiter interface {
-	Poll(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) (world.EventPage, error)
+	PollAs(ctx context.Context, world, awnID, keyID, after string, limit int, wait time.Duration) (world.EventPage, error)
 	PublicEvents(ctx context.Context, world, after string, limit int) (world.EventPage, error)
 }
 
@@ -411,7 +411,7 @@ func NewEvents(o Options, waiter EventWaiter) (http.Handler, error) {
 		var page world.EventPage
 		var err error
 		if id, ok := access.IdentityFrom(r.Context()); ok && !hasVis {
-			page, err = waiter.Poll(r.Context(), worldID, id.AWNID, after, limit, time.Duration(wait)*time.Second)
+			page, err = waiter.PollAs(r.Context(), worldID, id.AWNID, id.KeyID, after, limit, time.Duration(wait)*time.Second)
 		} else {
 			if wait != 0 {
 				return apierror.New(apierror.Invalid, "the public feed does not long-poll; leave wait out")
@@ -435,7 +435,8 @@ func NewEvents(o Options, waiter EventWaiter) (http.Handler, error) {
 			out = append(out, ev)
 		}
 		return reply(w, http.StatusOK, map[string]any{"events": out, "count": len(out), "cursor": page.Cursor})
-	}, nil, func(rt *access.Route) { rt.Anonymous = public })
+	}, nil, func(rt *access.Route) { rt.Anonymous = public },
+		readAhead(func(r *http.Request) []guard.Read { return world.EventsReads(access.Param(r, "world")) }))
 }
 
 // eventsBudget is agentsBudget for the events answer: 100 events of up to

@@ -2,6 +2,7 @@ package world_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/a2awire/a2awire/shared/store"
 	storeguard "github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/store/roundtrips"
 	"github.com/a2awire/a2awire/shared/store/storetest"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -152,4 +154,82 @@ func TestCommitRefusedByGuardWritesNothing(t *testing.T) {
 	if it, _ := st.Get(ctx, nonce); it.Str("seen") != "" {
 		t.Fatal("the commit's own action was written under a refused guard")
 	}
+}
+
+// coldPoll runs n's poll as world-events does on an instance that has not
+// seen its key: the member key read with the event head read ahead, the
+// nonce added, then PollAs. It returns the page, how many member items it
+// read, its sequential round trips (each call held 50 ms, so that calls
+// side by side overlap), and its error.
+func coldPoll(t *testing.T, st store.Store, c *clock, id string, n int, nonce string) (world.EventPage, int, int, error) {
+	t.Helper()
+	counted := &memberReads{Store: st}
+	rt := roundtrips.WithDelay(counted, 50*time.Millisecond)
+	g := storeguard.Wrap(rt)
+	s := world.New(g, world.WithClock(c.Now), world.WithIDs(testIDs))
+	ctx, _ := storeguard.Begin(context.Background())
+	stop := storeguard.Ahead(ctx, world.EventsReads(id)...)
+	_, awnID, err := s.MemberKey(ctx, id, auth.KeyID(key(n)))
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nk := store.Key{PK: "NONCE#" + nonce, SK: "N"}
+	storeguard.Add(ctx, g, storeguard.Part{Action: store.Put(nk, store.Item{"type": store.S("nonce")}).When(store.ItemAbsent()),
+		Refused: func(*store.ConditionFailedError) error { return errReplayed }})
+	p, err := s.PollAs(ctx, id, awnID, auth.KeyID(key(n)), "", 50, 0)
+	if gerr := storeguard.Settle(ctx); gerr != nil && err == nil {
+		err = gerr
+	}
+	return p, counted.n, rt.Take(), err
+}
+
+var errReplayed = errors.New("nonce already used")
+
+// TestColdPoll: a steady poll on an instance that has not seen the key
+// records itself in a write carrying the request's guard, with the
+// membership its member key item shows (no member read), in 2 round trips,
+// and answers what a warm poll would; a replayed nonce records nothing and answers the
+// nonce's error.
+func TestColdPoll(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		c := &clock{now: t0}
+		s := newWorld(t, st, c, "arena")
+		m := join(t, s, "arena", 1)
+		if _, err := s.Poll(ctx, "arena", m.AWNID, "", 50, 0); err != nil { // online: later polls are steady
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+		if err := s.Append(ctx, world.Event{Type: "test.done", World: "arena", Data: json.RawMessage(`{}`), Visibility: world.Agents}); err != nil {
+			t.Fatal(err)
+		}
+		warm, err := s.Events(ctx, "arena", m.AWNID, "", 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+		p, reads, depth, err := coldPoll(t, st, c, "arena", 1, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads != 0 || depth != 2 {
+			t.Fatalf("the cold steady poll read the member %d times in %d round trips, want 0 in 2 (the key with the head, then the record carrying the guard beside the pages)", reads, depth)
+		}
+		if len(p.Events) != len(warm) || len(p.Events) == 0 || p.Events[len(p.Events)-1].Type != "test.done" {
+			t.Fatalf("cold poll answered %d events, a warm read %d (the last should be test.done)", len(p.Events), len(warm))
+		}
+		got, err := s.Member(ctx, "arena", m.AWNID)
+		if err != nil || !got.LastPollAt.Equal(c.Now()) {
+			t.Fatalf("lastPollAt %v, %v; want %v", got.LastPollAt, err, c.Now())
+		}
+
+		c.Advance(time.Second)
+		if _, _, _, err := coldPoll(t, st, c, "arena", 1, "n1"); !errors.Is(err, errReplayed) {
+			t.Fatalf("a replayed poll: %v, want the nonce's error", err)
+		}
+		if again, _ := s.Member(ctx, "arena", m.AWNID); !again.LastPollAt.Equal(got.LastPollAt) {
+			t.Fatalf("a replayed poll recorded itself: lastPollAt %v, want %v", again.LastPollAt, got.LastPollAt)
+		}
+	})
 }
