@@ -43,7 +43,9 @@
 // members, so a non-member is refused with NOT_JOINED before anything
 // else), or, on signed routes, in the body (Route.BodyKey). Signed routes
 // verify the body against Content-Digest. Every failure renders through the
-// surface's one renderer.
+// surface's one renderer. A route may name the reads its handler makes
+// first (Route.ReadAhead): they are armed around the key lookup, so that a
+// lookup that reads a stored key reads them beside it (guard.Ahead).
 package access
 
 import (

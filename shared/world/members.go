@@ -841,7 +841,10 @@ func (s *Service) Member(ctx context.Context, world, awnID string) (Member, erro
 // membership and the world's existence become checks of the request's
 // guard, settled by its first store call (a ConditionCheck in its
 // transaction, or a GetItem beside its read); an uncached key costs the
-// member key's GetItem alone, the world's check joining the guard.
+// member key's GetItem, the world's check joining the guard, and the
+// route's reads ahead go beside that GetItem (ahead.go). The item read is
+// kept for the request (guard.Kept): a leave and a poll take the
+// membership from it (keptMember).
 func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.PublicKey, string, error) {
 	if !auth.ValidKeyID(keyID) || !worldIDShape.Match(world) {
 		return nil, "", notJoined(world)

@@ -332,9 +332,10 @@ type Probe func(ctx context.Context, world, target string) (bool, time.Duration,
 //
 // Cost: 2 round trips one after the other. First, side by side: the
 // member (GetItem), its webhook (GetItem) and the probe (which reads the
-// webhook too, and only then POSTs: inside a guarded request its read
-// answers once the request's guard holds, so nothing is sent for a request
-// refused). Then one write: the probe's outcome (UpdateItem), or with it
+// webhook too, and settles the request's guard before it POSTs, so
+// nothing is sent for a request refused; on a cold instance these reads
+// went beside the member key's, PingReads, and the guard is written then,
+// alone). Then one write: the probe's outcome (UpdateItem), or with it
 // the presence it changes (the commit of presence.changed); without a
 // probe, that commit only when presence changed.
 func (s *Service) Ping(ctx context.Context, world, target string, probe Probe) (ok bool, latency time.Duration, live bool, err error) {
