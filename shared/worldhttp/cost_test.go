@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 // its membership checks ride on its first store call (shared/store/guard),
 // so a step fails when it takes a round trip more than pinned, and any
 // step past maxSequential fails unless it says why (over; docs/cost.md).
+// A step marked cold runs on an instance that has seen no key: its key
+// lookup reads the key, and the route's reads ahead (guard.Ahead) go
+// beside that read.
 func TestRequestCost(t *testing.T) {
 	m := capacity.New()
 	client, table := dynamolocal.NewTable(t, local, m.Option())
