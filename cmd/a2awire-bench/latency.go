@@ -5,12 +5,14 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2awire/a2awire/local/harness"
@@ -50,21 +52,105 @@ func usdPerMillion(ms float64, memoryMB int, readUnits, writeUnits float64) floa
 // delayProxy is a reverse proxy to DynamoDB Local holding every call d
 // before forwarding it: a store on another machine, as DynamoDB is to a
 // Lambda (a few ms in region), where DynamoDB Local on loopback answers in
-// well under one.
-func delayProxy(endpoint string, d time.Duration) (*httptest.Server, error) {
+// well under one when idle. It records each call's times, so a request's
+// milliseconds can be split into the injected delay, DynamoDB Local's own
+// time (forwarded until its answer was copied back) and the rest (the
+// harness, the handler, the SDK and the bench's client).
+type delayProxy struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls []proxyCall
+}
+
+// proxyCall is one DynamoDB call through the proxy: it arrived at start,
+// was forwarded after the delay at forwarded, and its answer was written
+// back by done. op is its DynamoDB operation (X-Amz-Target's action).
+type proxyCall struct {
+	op                     string
+	start, forwarded, done time.Time
+}
+
+func newDelayProxy(endpoint string, d time.Duration) (*delayProxy, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return nil, err
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// http.DefaultTransport keeps 2 idle connections per host: a route
+	// making more calls side by side would dial DynamoDB Local afresh
+	// for the rest on every request.
+	rp.Transport = &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
+	p := &delayProxy{}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := proxyCall{start: time.Now(), op: r.Header.Get("X-Amz-Target")}
+		if i := strings.LastIndexByte(c.op, '.'); i >= 0 {
+			c.op = c.op[i+1:]
+		}
+		t := time.NewTimer(d)
 		select {
-		case <-time.After(d):
+		case <-t.C:
 		case <-r.Context().Done():
+			t.Stop()
 			return
 		}
+		c.forwarded = time.Now()
 		rp.ServeHTTP(w, r)
-	})), nil
+		c.done = time.Now()
+		p.mu.Lock()
+		p.calls = append(p.calls, c)
+		p.mu.Unlock()
+	}))
+	return p, nil
+}
+
+// take returns the calls recorded since the last take.
+func (p *delayProxy) take() []proxyCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.calls
+	p.calls = nil
+	return c
+}
+
+// storeTime is how long, within one request, at least one of calls was
+// at DynamoDB Local (forwarded, not yet answered): its own service time
+// on the request's critical path, side-by-side calls counted once.
+// inFlight is the same for the whole of each call at the proxy, delay
+// included, so the request's time minus inFlight is what it spent with no
+// store call outstanding: the harness's and the client's own time.
+func storeTime(calls []proxyCall) (store, inFlight time.Duration) {
+	return union(calls, func(c proxyCall) (time.Time, time.Time) { return c.forwarded, c.done }),
+		union(calls, func(c proxyCall) (time.Time, time.Time) { return c.start, c.done })
+}
+
+// union is the length of the union of the intervals span gives for calls.
+func union(calls []proxyCall, span func(proxyCall) (time.Time, time.Time)) time.Duration {
+	type iv struct{ a, b time.Time }
+	ivs := make([]iv, 0, len(calls))
+	for _, c := range calls {
+		a, b := span(c)
+		ivs = append(ivs, iv{a, b})
+	}
+	slices.SortFunc(ivs, func(x, y iv) int { return x.a.Compare(y.a) })
+	var total time.Duration
+	var cur iv
+	for i, v := range ivs {
+		switch {
+		case i == 0:
+			cur = v
+		case !v.a.After(cur.b):
+			if v.b.After(cur.b) {
+				cur.b = v.b
+			}
+		default:
+			total += cur.b.Sub(cur.a)
+			cur = v
+		}
+	}
+	if len(ivs) > 0 {
+		total += cur.b.Sub(cur.a)
+	}
+	return total
 }
 
 // latencyRoute is one route of the latency rows.
@@ -96,8 +182,11 @@ func fixed(k ed25519.PrivateKey, method, path, body string) func(context.Context
 
 // latencySample is what one route's measured requests came to.
 type latencySample struct {
-	ms         []float64 // each request's time, end to end
-	depth      int       // the most sequential round trips of any
+	ms         []float64            // each request's time, end to end
+	store      []float64            // each request's DynamoDB Local time (storeTime), ms
+	opStore    map[string][]float64 // each call's DynamoDB Local time by operation, ms
+	own        []float64            // each request's time with no store call in flight, ms
+	depth      int                  // the most sequential round trips of any
 	calls      map[string]int
 	readUnits  float64 // summed over the requests
 	writeUnits float64
@@ -106,15 +195,18 @@ type latencySample struct {
 // latencyRow is route r's row from its sample: the values results.json
 // carries for it (sequential_round_trips, proxy_ms, p50_ms, p99_ms,
 // usd_per_million, calls, read_units, write_units per request,
-// memory_mb).
+// memory_mb) and, from the proxy's timings, store_ms (the p50 of
+// DynamoDB Local's own time per request), p50_less_store_ms and
+// p99_less_store_ms (the percentiles of each request's time minus its
+// store time: what the route would take over a store answering in
+// exactly proxy_ms) and harness_ms (the p50 of the time with no store call
+// in flight).
 func latencyRow(row Row, r latencyRoute, proxy time.Duration, s latencySample) Row {
 	n := len(s.ms)
 	if n == 0 {
 		return failed(row, fmt.Errorf("no request measured"))
 	}
-	ms := slices.Clone(s.ms)
-	slices.Sort(ms)
-	p50, p99 := ms[n/2], ms[min(n-1, n*99/100)]
+	p50, p99 := percentiles(s.ms)
 	calls := map[string]int{}
 	total := 0
 	for op, c := range s.calls {
@@ -129,7 +221,42 @@ func latencyRow(row Row, r latencyRoute, proxy time.Duration, s latencySample) R
 	row.Values = map[string]float64{"sequential_round_trips": float64(s.depth), "proxy_ms": float64(proxy.Microseconds()) / 1000,
 		"p50_ms": p50, "p99_ms": p99, "usd_per_million": usd, "calls": float64(total) / float64(n), "read_units": ru, "write_units": wu,
 		"memory_mb": float64(mem)}
+	if len(s.store) == n && len(s.own) == n {
+		less := make([]float64, n)
+		for i := range less {
+			less[i] = s.ms[i] - s.store[i]
+		}
+		store, _ := percentiles(s.store)
+		own, _ := percentiles(s.own)
+		l50, l99 := percentiles(less)
+		row.Values["store_ms"], row.Values["harness_ms"] = store, own
+		row.Values["p50_less_store_ms"], row.Values["p99_less_store_ms"] = l50, l99
+		row.Result += fmt.Sprintf("; of which DynamoDB Local p50 %.1f ms%s, harness p50 %.1f ms; less the store p50 %.1f ms, p99 %.1f ms", store, opsString(s.opStore), own, l50, l99)
+	}
 	return row
+}
+
+// opsString is each operation's p50 at DynamoDB Local, per call, in
+// operation order: " (GetItem 1.0, Query 2.1)"; empty without calls.
+func opsString(ops map[string][]float64) string {
+	if len(ops) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		p50, _ := percentiles(ops[op])
+		parts = append(parts, fmt.Sprintf("%s %.1f", op, p50))
+	}
+	return " (per call: " + strings.Join(parts, ", ") + ")"
+}
+
+// percentiles are the p50 and p99 of ms (nearest rank, as the rows have
+// always used).
+func percentiles(ms []float64) (p50, p99 float64) {
+	ms = slices.Clone(ms)
+	slices.Sort(ms)
+	n := len(ms)
+	return ms[n/2], ms[min(n-1, n*99/100)]
 }
 
 // latencyRows are rows 7a–7v: each world route's p50/p99 end to end
@@ -221,7 +348,7 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		}
 		return rows
 	}
-	px, err := delayProxy(server.Endpoint(), proxy)
+	px, err := newDelayProxy(server.Endpoint(), proxy)
 	if err != nil {
 		return fail(err)
 	}
@@ -260,7 +387,7 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		return fail(fmt.Errorf("create bench-owned: %d %s %v", st, body, err))
 	}
 	for i, r := range routesMeasured {
-		s, err := measureRoute(ctx, srv.URL, r, m, rt, n)
+		s, err := measureRoute(ctx, srv.URL, r, m, rt, px, n)
 		if err != nil {
 			rows[i] = failed(rows[i], err)
 			continue
@@ -272,8 +399,8 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 
 // measureRoute warms r up with one request, then measures n, each after
 // its setup.
-func measureRoute(ctx context.Context, base string, r latencyRoute, m *capacity.Meter, rt *roundtrips.Store, n int) (latencySample, error) {
-	s := latencySample{calls: map[string]int{}}
+func measureRoute(ctx context.Context, base string, r latencyRoute, m *capacity.Meter, rt *roundtrips.Store, px *delayProxy, n int) (latencySample, error) {
+	s := latencySample{calls: map[string]int{}, opStore: map[string][]float64{}}
 	for i := -1; i < n; i++ {
 		req, err := r.next(ctx, i+1) // request 0 is the warm-up
 		if err != nil {
@@ -281,9 +408,13 @@ func measureRoute(ctx context.Context, base string, r latencyRoute, m *capacity.
 		}
 		m.Reset()
 		rt.Take()
+		px.take()
 		start := time.Now()
 		st, out, err := httpSigned(ctx, base, req.key, req.method, req.path, req.body)
-		took := float64(time.Since(start).Microseconds()) / 1000
+		elapsed := time.Since(start)
+		took := msOf(elapsed)
+		pc := px.take()
+		store, inFlight := storeTime(pc)
 		depth := rt.Take()
 		use := m.Take()
 		want := r.status
@@ -297,6 +428,11 @@ func measureRoute(ctx context.Context, base string, r latencyRoute, m *capacity.
 			continue // the warm-up: this instance's caches filled
 		}
 		s.ms = append(s.ms, took)
+		s.store = append(s.store, msOf(store))
+		for _, c := range pc {
+			s.opStore[c.op] = append(s.opStore[c.op], msOf(c.done.Sub(c.forwarded)))
+		}
+		s.own = append(s.own, msOf(elapsed-inFlight))
 		s.depth = max(s.depth, depth)
 		for op, c := range use.Calls() {
 			s.calls[op] += c
@@ -307,6 +443,8 @@ func measureRoute(ctx context.Context, base string, r latencyRoute, m *capacity.
 	}
 	return s, nil
 }
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // httpSigned makes one request to base+path, signed by k unless k is nil.
 func httpSigned(ctx context.Context, base string, k ed25519.PrivateKey, method, path, body string) (int, string, error) {

@@ -44,6 +44,7 @@ type config struct {
 	round                    time.Duration
 	requests                 int64
 	only, cpuprofile         string
+	latencyProfile           string
 	external                 bool
 	proxy                    time.Duration
 	latencyN                 int
@@ -69,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&c.requests, "requests", 100_000, "requests before the second memory reading")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the harness row (load generator and both servers) to this file")
 	fs.DurationVar(&c.proxy, "proxy-latency", 5*time.Millisecond, "latency the latency rows' proxy adds to every DynamoDB call")
+	fs.StringVar(&c.latencyProfile, "latency-cpuprofile", "", "write a CPU profile of the latency rows (the bench's client, the harness and the proxy, not DynamoDB Local) to this file")
 	fs.IntVar(&c.latencyN, "latency-requests", 60, "requests per route in the latency rows")
 	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout,latency); default all")
 	fs.BoolVar(&c.external, "external", false, "instead of the table: harness ÷ bare net/http measured from outside with wrk (make bench-external; the -external-* flags tune it)")
@@ -151,7 +153,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if want("latency") {
 		progress("latency rows: each signed world route over a %v DynamoDB proxy, %d requests each...", c.proxy, c.latencyN)
+		stop, err := startProfile(c.latencyProfile)
+		if err != nil {
+			return err
+		}
 		rows = append(rows, latencyRows(ctx, server, table, c.proxy, c.latencyN)...)
+		stop()
 	}
 	if want("memory") {
 		progress("5/6 memory of %s idle and after %d requests...", c.local, c.requests)
