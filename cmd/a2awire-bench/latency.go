@@ -58,8 +58,10 @@ func usdPerMillion(ms float64, memoryMB int, readUnits, writeUnits float64) floa
 // harness, the handler, the SDK and the bench's client).
 type delayProxy struct {
 	*httptest.Server
-	mu    sync.Mutex
-	calls []proxyCall
+	mu       sync.Mutex
+	idle     *sync.Cond // signalled when inFlight drops to 0
+	inFlight int
+	calls    []proxyCall
 }
 
 // proxyCall is one DynamoDB call through the proxy: it arrived at start,
@@ -81,7 +83,18 @@ func newDelayProxy(endpoint string, d time.Duration) (*delayProxy, error) {
 	// for the rest on every request.
 	rp.Transport = &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
 	p := &delayProxy{}
+	p.idle = sync.NewCond(&p.mu)
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.inFlight++
+		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			if p.inFlight--; p.inFlight == 0 {
+				p.idle.Broadcast()
+			}
+			p.mu.Unlock()
+		}()
 		c := proxyCall{start: time.Now(), op: r.Header.Get("X-Amz-Target")}
 		if i := strings.LastIndexByte(c.op, '.'); i >= 0 {
 			c.op = c.op[i+1:]
@@ -103,10 +116,15 @@ func newDelayProxy(endpoint string, d time.Duration) (*delayProxy, error) {
 	return p, nil
 }
 
-// take returns the calls recorded since the last take.
+// take returns the calls recorded since the last take, once none is in
+// flight: a client can read a whole answer before the handler forwarding
+// it has returned and recorded it.
 func (p *delayProxy) take() []proxyCall {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for p.inFlight > 0 {
+		p.idle.Wait()
+	}
 	c := p.calls
 	p.calls = nil
 	return c
