@@ -288,6 +288,7 @@ func percentiles(ms []float64) (p50, p99 float64) {
 func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, proxy time.Duration, n int) []Row {
 	method := fmt.Sprintf("requests over HTTP through local/harness (gateway + Lambda stand-ins) on DynamoDB Local behind a proxy adding %v to every call, %d requests per route one at a time after one warm-up; "+
 		"sequential round trips = the deepest call's depth (shared/store/roundtrips), calls and units from shared/store/dynamo/capacity (DynamoDB Local reports a transaction's units low: docs/cost.md); "+
+		"store_ms = the p50 of each request's time at DynamoDB Local itself (timed at the proxy from forwarding a call to its answer, side-by-side calls counted once), harness_ms = the p50 of each request's time with no store call at the proxy, p50/p99_less_store_ms = the percentiles of each request's time less its store_ms (the route over a store answering in the proxy's delay); "+
 		"usd_per_million = API Gateway HTTP API + Lambda request + Lambda arm64 duration at p50 and the function's memory + DynamoDB on-demand units (%s); target ≤ 2 round trips", proxy, n, pricesDated)
 	a, b := newWorldMember(71), newWorldMember(72)
 	joinBody := func(m worldMember) string { return fmt.Sprintf(`{"publicKey":%q}`, m.publicKey()) }
