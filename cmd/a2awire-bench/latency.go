@@ -72,6 +72,7 @@ type proxyCall struct {
 	start, forwarded, done time.Time
 }
 
+// newDelayProxy starts a proxy to endpoint adding d to every call.
 func newDelayProxy(endpoint string, d time.Duration) (*delayProxy, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
@@ -284,7 +285,9 @@ func percentiles(ms []float64) (p50, p99 float64) {
 // its calls and units (capacity) and its dollars per million. Each route
 // is warmed once (a warm instance: the member key cached), then measured n
 // times in a row, one request at a time; what a request needs first (a
-// member to remove) is set up before it and not counted.
+// member to remove) is set up before it and not counted. Each request's
+// time is split at the proxy (storeTime): DynamoDB Local's own share, the
+// delay, and the harness's.
 func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, proxy time.Duration, n int) []Row {
 	method := fmt.Sprintf("requests over HTTP through local/harness (gateway + Lambda stand-ins) on DynamoDB Local behind a proxy adding %v to every call, %d requests per route one at a time after one warm-up; "+
 		"sequential round trips = the deepest call's depth (shared/store/roundtrips), calls and units from shared/store/dynamo/capacity (DynamoDB Local reports a transaction's units low: docs/cost.md); "+
