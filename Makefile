@@ -67,9 +67,12 @@ openapi:
 # emulator smoke test (infra) links every function itself, for the host,
 # and holds each to the same 12 MB bound.
 # TEST_JOBS=1 runs them one after the other.
+# All of them share one DynamoDB Local (cmd/dynamodb-local) instead of
+# starting a JVM per test package, some twenty of them at about 5 s of
+# CPU each.
 TEST_JOBS ?= 5
 test: npm tools python-deps browser-deps
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-race test-infra test-fastapi lint
+	@$(WITH_DYNAMODB_LOCAL) $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-race test-infra test-fastapi lint
 
 ## check: the fast inner loop (about 30 s warm): gofmt, vet, staticcheck, and the tests of every package
 ##   that needs neither DynamoDB Local nor the emulator (`make test` runs them all).
@@ -86,14 +89,14 @@ check-tests:
 test-go: test-race test-fastapi
 
 test-race: npm tools python-deps browser-deps
-	$(GO) test -race -count=1 -timeout 15m -skip '^TestFastAPIProvider$$' ./...
+	$(WITH_DYNAMODB_LOCAL) $(GO) test -race -count=1 -timeout 15m -skip '^TestFastAPIProvider$$' ./...
 
 # The FastAPI provider's conformance run is printed in the log: it runs on its own, verbose.
 test-fastapi: python-deps
 	$(GO) test -race -count=1 -run '^TestFastAPIProvider$$' -v ./shared/conform
 
 test-infra: npm tools
-	cd infra && $(GO) test -count=1 ./...
+	cd infra && $(WITH_DYNAMODB_LOCAL) $(GO) test -count=1 ./...
 
 ## test-sqs: the queue conformance suite against moto's SQS server through the AWS SDK (pip moto[server]; ~20 s).
 test-sqs:
@@ -237,7 +240,16 @@ browser-deps:
 		fi
 
 ## tools: project-local binaries built from the Go module proxy.
-tools: $(TOOLS)/aws-lambda-rie
+tools: $(TOOLS)/aws-lambda-rie $(TOOLS)/dynamodb-local
+
+# WITH_DYNAMODB_LOCAL runs the command after it beside one DynamoDB Local
+# that every test binary it starts shares (or beside the one it already
+# runs under). Rebuilt every time: go build is a cache hit when nothing
+# changed.
+WITH_DYNAMODB_LOCAL = $(TOOLS)/dynamodb-local --
+.PHONY: $(TOOLS)/dynamodb-local
+$(TOOLS)/dynamodb-local:
+	@$(GO) build -o $@ ./cmd/dynamodb-local
 
 $(TOOLS)/aws-lambda-rie:
 	GOBIN=$(TOOLS) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)

@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		progress("3/6 cold starts: %d functions and the two trivial Lambdas, %d each under the emulator...", len(functions), c.cold)
 		env := []string{"TABLE_NAME=" + table, "BASE_URL=http://127.0.0.1:8080", "AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
-			"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local"}
+			"AWS_ACCESS_KEY_ID=" + dynamo.LocalKey(), "AWS_SECRET_ACCESS_KEY=local"}
 		out, err := filepath.Abs(filepath.Join(c.out, "cold"))
 		if err != nil {
 			return err

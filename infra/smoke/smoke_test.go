@@ -295,7 +295,7 @@ func tableEnv(tab *smokeTable) []string {
 		"TABLE_NAME=" + tab.name,
 		"AWS_ENDPOINT_URL_DYNAMODB=" + tab.endpoint,
 		"AWS_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=local",
+		"AWS_ACCESS_KEY_ID=" + dynamo.LocalKey(), // the key whose database the table is in
 		"AWS_SECRET_ACCESS_KEY=local",
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,10 +18,11 @@ import (
 )
 
 // LocalClient returns a client for a DynamoDB-compatible endpoint such as
-// DynamoDB Local (the harness's -dynamodb-endpoint). It uses fixed dummy
-// credentials and region us-east-1 and reads no AWS environment or shared
-// config, so a developer's AWS_PROFILE cannot send local traffic to a real
-// account or break the run. optFns are applied last (e.g. a capacity meter).
+// DynamoDB Local (the harness's -dynamodb-endpoint). It uses dummy
+// credentials (access key LocalKey()) and region us-east-1 and reads no AWS
+// environment or shared config, so a developer's AWS_PROFILE cannot send
+// local traffic to a real account or break the run. optFns are applied last
+// (e.g. a capacity meter).
 //
 // Its HTTP client keeps up to 64 idle connections to the endpoint (the
 // SDK's default is 10), more than a Store's requests in flight
@@ -30,11 +32,25 @@ func LocalClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.C
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(LocalKey(), "local", ""),
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConns, t.MaxIdleConnsPerHost = 64, 64
 		}),
 	}, optFns...)
+}
+
+// LocalKeyEnv sets the access key LocalClient signs with. DynamoDB Local
+// started without -sharedDb keeps one database per access key, so test
+// binaries that share one server (see dynamolocal) each set their own and
+// never see each other's tables; a process they start inherits it.
+const LocalKeyEnv = "A2AWIRE_DYNAMODB_LOCAL_KEY"
+
+// LocalKey is $A2AWIRE_DYNAMODB_LOCAL_KEY, or "local".
+func LocalKey() string {
+	if k := os.Getenv(LocalKeyEnv); k != "" {
+		return k
+	}
+	return "local"
 }
 
 // tableWait bounds how long CreateTable and DeleteTable wait for the table

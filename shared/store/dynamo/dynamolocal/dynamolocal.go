@@ -21,6 +21,20 @@
 // When Java or the jar is missing, Main fails the test binary with a message
 // saying how to fix it. It never skips: a silently skipped DynamoDB run would
 // let the cloud path rot.
+//
+// # One server for a whole test run
+//
+// A JVM costs about 5 s of CPU to start, and `go test ./...` runs some twenty
+// packages that need one. When EndpointEnv names a running server (make test
+// runs the Go tests under cmd/dynamodb-local, which starts one with
+// StartPerKey and sets it), Start attaches to it instead of starting a JVM.
+// That server runs without -sharedDb, so it keeps one database per access
+// key; an attached process signs with a key of its own (dynamo.LocalKeyEnv,
+// set for the process and inherited by what it starts), so two test
+// binaries sharing the server never see each other's tables, and each
+// database has its own lock inside the server as each JVM had. A set
+// EndpointEnv that does not answer fails the test binary, as a missing jar
+// does.
 package dynamolocal
 
 import (
@@ -38,6 +52,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +66,10 @@ import (
 // JarEnv overrides where DynamoDBLocal.jar is (its directory must also hold
 // DynamoDBLocal_lib).
 const JarEnv = "DYNAMODB_LOCAL_JAR"
+
+// EndpointEnv names a DynamoDB Local that is already running (e.g.
+// http://127.0.0.1:41234) for Start to attach to instead of starting one.
+const EndpointEnv = "A2AWIRE_DYNAMODB_LOCAL"
 
 // Fix is the advice printed with every start-up failure.
 const Fix = "DynamoDB Local is required by the store tests and is never skipped. " +
@@ -72,16 +91,63 @@ type Server struct {
 	output   *syncBuffer
 	tables   atomic.Int64
 	stopOnce sync.Once
+	// attached is set when the server was started by another process
+	// (EndpointEnv): Stop leaves it running.
+	attached bool
 }
 
 // Start finds the jar, starts DynamoDB Local in memory on a free loopback
-// port and waits until it answers ListTables.
+// port and waits until it answers ListTables; or, when EndpointEnv is set,
+// attaches to the server it names (see the package doc).
 //
 // DynamoDB Local has no option to bind to one interface, so it listens on
 // all of them for the life of the test run; -inMemory means it holds only
 // throwaway test data. -sharedDb makes every credential and region see the
 // same tables, so any client pointed at Endpoint works.
 func Start() (*Server, error) {
+	if endpoint := os.Getenv(EndpointEnv); endpoint != "" {
+		return Attach(endpoint)
+	}
+	return StartNew()
+}
+
+// Attach returns the DynamoDB Local another process runs at endpoint (one
+// started by StartPerKey), once it answers ListTables, and gives this
+// process an access key, and so a database on it, of its own: it sets
+// dynamo.LocalKeyEnv. Stop leaves that server running.
+func Attach(endpoint string) (*Server, error) {
+	if err := os.Setenv(dynamo.LocalKeyEnv, "p"+strconv.Itoa(os.Getpid())); err != nil {
+		return nil, fmt.Errorf("dynamolocal: %w", err)
+	}
+	s := &Server{
+		endpoint: endpoint,
+		exited:   make(chan struct{}), // never closed: not our process
+		output:   &syncBuffer{},
+		attached: true,
+	}
+	if err := s.waitReady(attachTimeout); err != nil {
+		return nil, fmt.Errorf("%w\n(%s=%s names a server that should already be running; unset it to start one here)", err, EndpointEnv, endpoint)
+	}
+	return s, nil
+}
+
+// attachTimeout bounds the wait for a server that is already up: it
+// answers at once unless something is wrong with it.
+const attachTimeout = 15 * time.Second
+
+// StartNew starts a DynamoDB Local of its own whatever EndpointEnv says,
+// with -sharedDb: every client sees the same tables whatever its key.
+func StartNew() (*Server, error) {
+	return startWith(true)
+}
+
+// StartPerKey starts a DynamoDB Local without -sharedDb, for processes to
+// share through EndpointEnv: it keeps one database per access key.
+func StartPerKey() (*Server, error) {
+	return startWith(false)
+}
+
+func startWith(sharedDb bool) (*Server, error) {
 	jar, err := FindJar()
 	if err != nil {
 		return nil, err
@@ -94,7 +160,7 @@ func Start() (*Server, error) {
 	// second try with a new port covers that race.
 	var lastErr error
 	for range 3 {
-		s, err := start(java, jar)
+		s, err := start(java, jar, sharedDb)
 		if err == nil {
 			return s, nil
 		}
@@ -103,7 +169,7 @@ func Start() (*Server, error) {
 	return nil, lastErr
 }
 
-func start(java, jar string) (*Server, error) {
+func start(java, jar string, sharedDb bool) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("dynamolocal: pick a port: %w", err)
@@ -115,7 +181,7 @@ func start(java, jar string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamolocal: temp dir: %w", err)
 	}
-	cmd := exec.Command(java,
+	args := []string{
 		// A test's JVM lives for seconds to minutes on a machine it shares
 		// with the Go tests and other JVMs: the C1 compiler alone and the
 		// serial collector spend about a third less CPU than the server
@@ -125,8 +191,12 @@ func start(java, jar string) (*Server, error) {
 		"-Djava.io.tmpdir="+tmp,
 		"-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"),
 		"-jar", jar,
-		"-inMemory", "-sharedDb", "-disableTelemetry",
-		"-port", strconv.Itoa(port))
+		"-inMemory", "-disableTelemetry",
+		"-port", strconv.Itoa(port)}
+	if sharedDb {
+		args = append(args, "-sharedDb")
+	}
+	cmd := exec.Command(java, args...)
 	cmd.Dir = dir
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -146,18 +216,18 @@ func start(java, jar string) (*Server, error) {
 		s.waitErr = cmd.Wait()
 		close(s.exited)
 	}()
-	if err := s.waitReady(); err != nil {
+	if err := s.waitReady(startTimeout); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
 }
 
-// waitReady polls ListTables until it answers, the process dies or the
-// start timeout passes.
-func (s *Server) waitReady() error {
+// waitReady polls ListTables until it answers, the process dies or timeout
+// passes.
+func (s *Server) waitReady(timeout time.Duration) error {
 	client := s.Client()
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
@@ -165,16 +235,25 @@ func (s *Server) waitReady() error {
 		if err == nil {
 			return nil
 		}
+		if s.attached && errors.Is(err, syscall.ECONNREFUSED) {
+			// A server that should already be up and refuses
+			// connections is not coming.
+			return fmt.Errorf("dynamolocal: nothing listens on %s: %w", s.endpoint, err)
+		}
 		select {
 		case <-s.exited:
 			return fmt.Errorf("dynamolocal: DynamoDB Local exited (%v) before answering; its output:\n%s\n%s", s.waitErr, s.output, Fix)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("dynamolocal: DynamoDB Local did not answer on %s within %s (last error: %v); its output:\n%s", s.endpoint, startTimeout, err, s.output)
+			return fmt.Errorf("dynamolocal: DynamoDB Local did not answer on %s within %s (last error: %v); its output:\n%s", s.endpoint, timeout, err, s.output)
 		}
 	}
 }
+
+// Attached reports whether the server belongs to another process
+// (EndpointEnv): Stop leaves it running.
+func (s *Server) Attached() bool { return s.attached }
 
 // Endpoint is the server's URL, e.g. http://127.0.0.1:41234, for
 // dynamo.LocalClient or the harness's -dynamodb-endpoint.
@@ -195,8 +274,11 @@ func (s *Server) StreamsClient(optFns ...func(*dynamodbstreams.Options)) *dynamo
 
 // Stop kills the server and waits for it to exit. It is safe to call more
 // than once. The data is in memory, so there is nothing to shut down
-// gracefully.
+// gracefully. An attached server is left running for its owner.
 func (s *Server) Stop() {
+	if s.attached {
+		return
+	}
 	s.stopOnce.Do(func() {
 		defer os.RemoveAll(s.tmp)
 		select {

@@ -2,15 +2,20 @@ package dynamolocal_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 )
 
@@ -53,19 +58,50 @@ func TestNewTable(t *testing.T) {
 	}
 }
 
-// TestStartStop starts a second server and checks Stop really ends it.
+// TestStartStop starts a second server, one database per access key as
+// make test's shared server runs, and attaches to it as a test binary under
+// make test does: the attached process gets a key of its own, so its tables
+// are invisible to another key; its Stop leaves the server running; the
+// owner's Stop really ends it.
 func TestStartStop(t *testing.T) {
-	s, err := dynamolocal.Start()
+	s, err := dynamolocal.StartPerKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") || s.Endpoint() == local.Endpoint() {
-		t.Fatalf("endpoint %s (shared server at %s)", s.Endpoint(), local.Endpoint())
+	t.Cleanup(s.Stop)
+	if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") || s.Endpoint() == local.Endpoint() || s.Attached() {
+		t.Fatalf("endpoint %s, attached %v (shared server at %s)", s.Endpoint(), s.Attached(), local.Endpoint())
 	}
-	client := s.Client()
-	if _, err := client.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+
+	t.Setenv(dynamo.LocalKeyEnv, "") // restored when the test ends: Attach sets it
+	t.Setenv(dynamolocal.EndpointEnv, s.Endpoint())
+	a, err := dynamolocal.Start()
+	if err != nil {
 		t.Fatal(err)
 	}
+	if !a.Attached() || a.Endpoint() != s.Endpoint() {
+		t.Fatalf("Start under %s=%s: attached %v at %s", dynamolocal.EndpointEnv, s.Endpoint(), a.Attached(), a.Endpoint())
+	}
+	if want := "p" + strconv.Itoa(os.Getpid()); dynamo.LocalKey() != want {
+		t.Fatalf("attached with key %q, want %q", dynamo.LocalKey(), want)
+	}
+	t.Run("isolated", func(t *testing.T) { // its table is deleted at its end
+		_, table := dynamolocal.NewTable(t, a)
+		other := s.Client(func(o *dynamodb.Options) { o.Credentials = credentials.NewStaticCredentialsProvider("other", "local", "") })
+		out, err := other.ListTables(context.Background(), &dynamodb.ListTablesInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(out.TableNames, table) {
+			t.Errorf("another key sees the attached process's table %s", table)
+		}
+	})
+	a.Stop()
+	client := s.Client()
+	if _, err := client.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("an attached Stop stopped the owner's server: %v", err)
+	}
+
 	s.Stop()
 	s.Stop() // idempotent
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -75,10 +111,25 @@ func TestStartStop(t *testing.T) {
 	}
 }
 
+// TestAttachNothing: EndpointEnv naming a port nothing listens on fails
+// Start with a message naming the variable, at once; it starts no JVM.
+func TestAttachNothing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + l.Addr().String()
+	l.Close()
+	t.Setenv(dynamolocal.EndpointEnv, endpoint)
+	if _, err := dynamolocal.Start(); err == nil || !strings.Contains(err.Error(), dynamolocal.EndpointEnv) {
+		t.Fatalf("Start under %s=%s: %v", dynamolocal.EndpointEnv, endpoint, err)
+	}
+}
+
 // TestMissingJar checks the failure names the fix instead of skipping.
 func TestMissingJar(t *testing.T) {
 	t.Setenv(dynamolocal.JarEnv, filepath.Join(t.TempDir(), "DynamoDBLocal.jar"))
-	_, err := dynamolocal.Start()
+	_, err := dynamolocal.StartNew()
 	if err == nil {
 		t.Fatal("Start succeeded without a jar")
 	}
@@ -92,7 +143,7 @@ func TestMissingJar(t *testing.T) {
 // TestMissingJava checks the same when java is not on PATH.
 func TestMissingJava(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, err := dynamolocal.Start()
+	_, err := dynamolocal.StartNew()
 	if err == nil || !strings.Contains(err.Error(), "java not found") || !strings.Contains(err.Error(), "Java 17") {
 		t.Fatalf("Start without java: %v", err)
 	}

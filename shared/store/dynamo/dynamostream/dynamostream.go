@@ -23,16 +23,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/dynamo"
 )
 
 // LocalClient returns a DynamoDB Streams client for a local endpoint
-// (DynamoDB Local serves both APIs on one port), with the same fixed dummy
+// (DynamoDB Local serves both APIs on one port), with the same dummy
 // credentials and region as LocalClient.
 func LocalClient(endpoint string, optFns ...func(*dynamodbstreams.Options)) *dynamodbstreams.Client {
 	return dynamodbstreams.New(dynamodbstreams.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(dynamo.LocalKey(), "local", ""),
 	}, optFns...)
 }
 
