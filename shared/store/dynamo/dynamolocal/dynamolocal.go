@@ -188,8 +188,8 @@ func start(java, jar string, sharedDb bool) (*Server, error) {
 		// defaults (C2's optimizing compiles, a parallel collector's
 		// threads) for the same run (make test's budget).
 		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-		"-Djava.io.tmpdir="+tmp,
-		"-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"),
+		"-Djava.io.tmpdir=" + tmp,
+		"-Djava.library.path=" + filepath.Join(dir, "DynamoDBLocal_lib"),
 		"-jar", jar,
 		"-inMemory", "-disableTelemetry",
 		"-port", strconv.Itoa(port)}

@@ -87,7 +87,9 @@ func TestStartStop(t *testing.T) {
 	}
 	t.Run("isolated", func(t *testing.T) { // its table is deleted at its end
 		_, table := dynamolocal.NewTable(t, a)
-		other := s.Client(func(o *dynamodb.Options) { o.Credentials = credentials.NewStaticCredentialsProvider("other", "local", "") })
+		other := s.Client(func(o *dynamodb.Options) {
+			o.Credentials = credentials.NewStaticCredentialsProvider("other", "local", "")
+		})
 		out, err := other.ListTables(context.Background(), &dynamodb.ListTablesInput{})
 		if err != nil {
 			t.Fatal(err)
