@@ -364,7 +364,7 @@ func (d *Dispatcher) signed(v *auth.Verifier, keys func(*http.Request, []byte) (
 		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
 		if check != nil {
 			if err := check(r, id); err != nil {
-				if gerr := guard.Settle(r.Context()); gerr != nil {
+				if gerr := settle(r.Context()); gerr != nil {
 					err = gerr
 				}
 				d.fail(w, r, err)
@@ -433,7 +433,7 @@ func (h *heldWriter) Write(b []byte) (int, error) {
 func (h *heldWriter) Flush() {
 	if !h.through {
 		h.through = true
-		if err := guard.Settle(h.r.Context()); err != nil {
+		if err := settle(h.r.Context()); err != nil {
 			h.failed = true
 			h.fail(h.w, h.r, err)
 			return
@@ -465,11 +465,22 @@ func (h *heldWriter) end() {
 	if h.through {
 		return
 	}
-	if err := guard.Settle(h.r.Context()); err != nil {
+	if err := settle(h.r.Context()); err != nil {
 		h.fail(h.w, h.r, err)
 		return
 	}
 	h.send()
+}
+
+// settle settles the request's guard. A part's refusal is already the
+// client's answer (401, 429, …); a failure of the store while writing the
+// guard (busy, out of time) is the store's, and is answered as every
+// domain answers one: 503 with Retry-After, not 500.
+func settle(ctx context.Context) error {
+	if err := guard.Settle(ctx); err != nil {
+		return apierror.FromStore("request guard", err)
+	}
+	return nil
 }
 
 // fail renders err and logs it when it is the server's fault.

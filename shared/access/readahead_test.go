@@ -91,3 +91,35 @@ func TestReadAhead(t *testing.T) {
 		}
 	}
 }
+
+// busyWrites is a store whose writes fail as an overloaded DynamoDB's do.
+type busyWrites struct{ store.Store }
+
+func (busyWrites) Write(context.Context, ...store.Action) ([]store.Item, error) {
+	return nil, store.ErrUnavailable
+}
+
+// TestGuardStoreBusy: when the store is too busy to take the request's
+// guard (here its nonce claim), the client is answered 503 with
+// Retry-After, as for any busy write, not 500: nothing about the request
+// was wrong, and a retry may succeed.
+func TestGuardStoreBusy(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	v := auth.NewVerifier(auth.NewNonces(busyWrites{mem}), nil)
+	lookup := func(context.Context, string) (ed25519.PublicKey, error) { return pub(known), nil }
+	table := []routes.Route{{Method: "POST", Path: "/t/items", Function: "t", Auth: routes.Signed}}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent) // no store call: the guard is written when the handler ends
+	})
+	d, err := access.New(access.Config{Function: "t", Table: table, Verifier: v, Keys: lookup,
+		Routes: map[string]access.Route{"POST /t/items": {Handler: handler}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	d.ServeHTTP(w, request(t, signer(t, known), "POST", "/t/items", ""))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("status %d, Retry-After %q, body %s; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+}
