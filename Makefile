@@ -4,6 +4,13 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
 
+# -trimpath keeps the checkout's directory out of every compiled package, and
+# so out of the build cache's keys: a fresh clone, wherever it is, reuses
+# what an earlier build of the same code compiled (without it, every new
+# directory recompiled the whole tree under -race, most of make test's CPU).
+GOFLAGS += -trimpath
+export GOFLAGS
+
 # The CDK (jsii) runs on the machine's Node.js 20 and must stay offline and quiet.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
