@@ -153,19 +153,19 @@ func TestBanRacingJoin(t *testing.T) {
 	})
 }
 
-// TestBanJoinPairs: 64 ban/join pairs of one key, each pair's two calls
+// TestBanJoinPairs: 40 ban/join pairs of one key, each pair's two calls
 // racing: once both have returned, the key is banned and not a member, on
-// every engine. The pairs run in 8 worlds at once (8 rounds each) to bound
+// every engine. The pairs run in 8 worlds at once (5 rounds each) to bound
 // the run time on DynamoDB Local; every round races one join against one
 // ban of the same key in the same world, and is unbanned before the next.
-// Each round is an independent race (the unban resets it), so 64 show
+// Each round is an independent race (the unban resets it), so 40 show
 // both orders (join first then banned out, ban first then join refused)
 // as 200 did; the test logs how many rounds went each way.
 func TestBanJoinPairs(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		s := world.New(st, world.WithIDs(testIDs))
-		const worlds, rounds = 8, 8
+		const worlds, rounds = 8, 5
 		target := auth.AWNID(key(1))
 		var wg sync.WaitGroup
 		var joined, refused atomic.Int64
