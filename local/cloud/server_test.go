@@ -83,10 +83,10 @@ func TestServerTimeouts(t *testing.T) {
 }
 
 // TestServerHeaderLimit: a 900 KB header of commas is refused 431 before
-// anything parses it (the handler is never called). It runs on the
-// default timeouts: on a loaded machine, sending 900 KB can outlast
-// TestServerTimeouts' 200 ms header timeout, which would close the
-// connection before the limit is reached.
+// anything parses it (the handler is never called, and the answer is
+// quick). It runs on the default timeouts: on a loaded machine, sending
+// 900 KB can outlast TestServerTimeouts' 200 ms header timeout, which
+// would close the connection before the limit is reached.
 func TestServerHeaderLimit(t *testing.T) {
 	var calls atomic.Int32
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,13 +99,16 @@ func TestServerHeaderLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer big.Close()
+	start := time.Now()
 	fmt.Fprintf(big, "GET / HTTP/1.1\r\nHost: x\r\nX-A2AWire-Task-Id: t%s\r\n\r\n", strings.Repeat(",a", 450<<10))
 	resp, err := http.ReadResponse(bufio.NewReader(big), nil)
 	if err != nil || resp.StatusCode != 431 {
 		t.Errorf("900 KB header: %v %v", resp, err)
 	}
-	if calls.Load() != 0 {
-		t.Errorf("900 KB header reached the handler %d times", calls.Load())
+	// Parsing the task ids of 900 KB of commas would take far longer than
+	// this bound, which only a loaded machine's scheduling has to meet.
+	if d := time.Since(start); d > 10*time.Second || calls.Load() != 0 {
+		t.Errorf("900 KB header answered in %v, handler calls %d", d, calls.Load())
 	}
 }
 
