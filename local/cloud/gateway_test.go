@@ -408,7 +408,10 @@ func (f *failingWriter) WriteString(string) (int, error) {
 
 func TestGatewayClientGoneIsNotA500(t *testing.T) {
 	var buf bytes.Buffer
-	gw, _ := gateway(t, time.Second, cloud.GatewayOptions{}, logging.New(&buf, logging.JSON, slog.LevelInfo))
+	// The function has 20 s: a timeout is not what is tested, and
+	// building and copying its 1 MiB answer under the race detector can take
+	// more than a second on a loaded machine (it then answers 500).
+	gw, _ := gateway(t, 20*time.Second, cloud.GatewayOptions{}, logging.New(&buf, logging.JSON, slog.LevelInfo))
 	w := &failingWriter{ResponseRecorder: httptest.NewRecorder()}
 	gw.ServeHTTP(w, post(strings.NewReader("{}"), "X-Probe-Answer", "big"))
 	if w.headers != 1 || w.Code != 200 {

@@ -38,10 +38,14 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 	return !(errors.As(err, &ne) && ne.Timeout())
 }
 
+// TestServerTimeouts: a client that never finishes its headers or its
+// body, or leaves its keep-alive connection idle, is closed by the
+// server's sub-second timeouts. The test waits up to closeBound for each
+// close: a bound that only has to exceed the timeouts on a loaded machine
+// (without them the connection stays open for good).
 func TestServerTimeouts(t *testing.T) {
-	var calls atomic.Int32
+	const closeBound = 15 * time.Second
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(204)
 	})
@@ -57,13 +61,13 @@ func TestServerTimeouts(t *testing.T) {
 
 	slowHeaders := dial()
 	fmt.Fprint(slowHeaders, "POST / HTTP/1.1\r\nHost: x\r\n")
-	if !closedWithin(slowHeaders, 3*time.Second) {
+	if !closedWithin(slowHeaders, closeBound) {
 		t.Error("a client that never finishes its headers is held")
 	}
 
 	slowBody := dial()
 	fmt.Fprint(slowBody, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
-	if !closedWithin(slowBody, 3*time.Second) {
+	if !closedWithin(slowBody, closeBound) {
 		t.Error("a client that never finishes its body is held")
 	}
 
@@ -73,21 +77,38 @@ func TestServerTimeouts(t *testing.T) {
 	if err != nil || resp.StatusCode != 204 {
 		t.Fatalf("request on the idle connection: %v %v", resp, err)
 	}
-	if !closedWithin(idle, 3*time.Second) {
+	if !closedWithin(idle, closeBound) {
 		t.Error("an idle keep-alive connection is held")
 	}
+}
 
-	// A 900 KB header of commas is refused before anything parses it.
-	before := calls.Load()
-	big := dial()
+// TestServerHeaderLimit: a 900 KB header of commas is refused 431 before
+// anything parses it (the handler is never called, and the answer is
+// quick). It runs on the default timeouts: on a loaded machine, sending
+// 900 KB can outlast TestServerTimeouts' 200 ms header timeout, which
+// would close the connection before the limit is reached.
+func TestServerHeaderLimit(t *testing.T) {
+	var calls atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(204)
+	})
+	_, addr := startServer(t, h, cloud.ServerOptions{})
+	big, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
 	start := time.Now()
 	fmt.Fprintf(big, "GET / HTTP/1.1\r\nHost: x\r\nX-A2AWire-Task-Id: t%s\r\n\r\n", strings.Repeat(",a", 450<<10))
-	resp, err = http.ReadResponse(bufio.NewReader(big), nil)
+	resp, err := http.ReadResponse(bufio.NewReader(big), nil)
 	if err != nil || resp.StatusCode != 431 {
 		t.Errorf("900 KB header: %v %v", resp, err)
 	}
-	if d := time.Since(start); d > 2*time.Second || calls.Load() != before {
-		t.Errorf("900 KB header answered in %v, handler calls %d", d, calls.Load()-before)
+	// Parsing the task ids of 900 KB of commas would take far longer than
+	// this bound, which only a loaded machine's scheduling has to meet.
+	if d := time.Since(start); d > 10*time.Second || calls.Load() != 0 {
+		t.Errorf("900 KB header answered in %v, handler calls %d", d, calls.Load())
 	}
 }
 

@@ -24,13 +24,14 @@ import (
 // dispatcher's stream trigger on the engine's change feed (memory's own;
 // DynamoDB Local's real table stream, read with the Streams API as Lambda
 // reads it), the delivery queue, the deliverer's queue trigger with the
-// route table's settings — every one of 10 events (5 on DynamoDB Local)
-// reaches the fast endpoint before the first hanging attempt has ended:
+// route table's settings — every one of 10 events
+// (2 on DynamoDB Local) reaches the fast endpoint before the first
+// hanging attempt has ended:
 // no delivery to it waits behind them. The check is causal rather than a latency bound: a
 // delivery queued behind a hanging attempt could not arrive before that
 // attempt's end. Events come every 200 ms for 2 s on memory, so the last
-// one has about 3 s to arrive; every 100 ms for 0.5 s on DynamoDB Local,
-// about 4.5 s (a machine too loaded to carry an event through the pipeline
+// one has about 3 s to arrive; every 50 ms for 0.1 s on DynamoDB Local,
+// about 4.8 s (a machine too loaded to carry an event through the pipeline
 // in that time fails it; under make test's load DynamoDB Local took
 // 0.7–2.6 s). The commit → delivery latencies are logged;
 // their quiet-machine p99s (within the 1 s the scale docs give) are in
@@ -131,8 +132,12 @@ func TestSlowEndpointsDoNotDelayTheFastOne(t *testing.T) {
 				// (and the 50 deferrals) through a JVM sharing make
 				// test's two cores: fewer events, sooner, so the last
 				// one is not still in that queue when the first hanging
-				// attempt ends.
-				every, n = 100*time.Millisecond, 5
+				// attempt ends. Each event's latency there grows by
+				// 1.5–2 s per event before it on a loaded machine (0.4 s,
+				// 1.8 s, 3.9 s, then past the 5 s end at a load of 8), so
+				// 2 events, 50 ms apart: each still commits while the 50
+				// hanging attempts are in flight, which is what is tested.
+				every, n = 50*time.Millisecond, 2
 			}
 			committed, seen := map[string]time.Time{}, map[string]bool{warm.ID: true}
 			for range n {
