@@ -291,28 +291,33 @@ func TestInboxOverflow(t *testing.T) {
 		c := &clock{now: t0}
 		b := inbox.New(st, inbox.WithClock(c.Now))
 		join(t, st, lobby, alice, bob)
+		// 120 sent (it was 150): 20 dropped are more than the 10 the
+		// consuming read below takes, so a read that let dropped ones
+		// back in would return nothing but dropped ones; 50 dropped
+		// showed the same at 30 more sends per engine.
+		const dropped = 20
 		var sent []string
-		for i := range 150 {
+		for i := range inbox.MaxMessages + dropped {
 			sent = append(sent, send(t, b, alice, bob, fmt.Sprint(i)).ID)
 			c.Advance(time.Millisecond)
 		}
-		// The inbox is the newest 100: the oldest 50 are dropped.
-		if got := read(t, b, bob, inbox.ReadOptions{Peek: true, Limit: 100}); !slices.Equal(ids(got), sent[50:]) {
-			t.Fatalf("peek of an overflowed inbox: %d messages %v…, want the newest 100 (from %s)", len(got), ids(got)[:1], sent[50])
+		// The inbox is the newest 100: the oldest 20 are dropped.
+		if got := read(t, b, bob, inbox.ReadOptions{Peek: true, Limit: 100}); !slices.Equal(ids(got), sent[dropped:]) {
+			t.Fatalf("peek of an overflowed inbox: %d messages %v…, want the newest 100 (from %s)", len(got), ids(got)[:1], sent[dropped])
 		}
-		if n := len(partition(t, st, world.InboxPK(lobby, bob))); n != 150 {
-			t.Fatalf("peek wrote: the partition holds %d items, want 150", n)
+		if n := len(partition(t, st, world.InboxPK(lobby, bob))); n != len(sent) {
+			t.Fatalf("peek wrote: the partition holds %d items, want %d", n, len(sent))
 		}
 		// Consuming 10 returns the oldest kept ones, deletes the dropped
 		// ones, and does not let them back into the newest 100.
-		if got := read(t, b, bob, inbox.ReadOptions{Limit: 10}); !slices.Equal(ids(got), sent[50:60]) {
-			t.Fatalf("consume 10 of an overflowed inbox: %v, want %v", ids(got), sent[50:60])
+		if got := read(t, b, bob, inbox.ReadOptions{Limit: 10}); !slices.Equal(ids(got), sent[dropped:dropped+10]) {
+			t.Fatalf("consume 10 of an overflowed inbox: %v, want %v", ids(got), sent[dropped:dropped+10])
 		}
 		if n := len(partition(t, st, world.InboxPK(lobby, bob))); n != 90 {
 			t.Fatalf("after consuming 10 the partition holds %d items, want 90 (dropped ones deleted)", n)
 		}
-		if got := read(t, b, bob, inbox.ReadOptions{Limit: 100}); !slices.Equal(ids(got), sent[60:]) {
-			t.Fatalf("the rest: %d messages, want the 90 from %s on", len(got), sent[60])
+		if got := read(t, b, bob, inbox.ReadOptions{Limit: 100}); !slices.Equal(ids(got), sent[dropped+10:]) {
+			t.Fatalf("the rest: %d messages, want the 90 from %s on", len(got), sent[dropped+10])
 		}
 		// One more than the cap.
 		sent = sent[:0]
