@@ -28,7 +28,12 @@ var local *dynamolocal.Server
 // DynamoDB Local, where each is a network round trip through Java, a
 // smaller count unless -escrow.dynamo-ops raises it (10,000 takes minutes).
 var (
-	workloadOps       = flag.Int("escrow.ops", 10000, "operations of the randomized escrow workload on memory")
+	// 4,000 on memory (it was 10,000): the 24 workers interleave from the
+	// first operation whatever the count, and 4,000 still run every kind
+	// of operation hundreds of times and settle dozens of escrows each way
+	// (a run: 22 released, 263 refunded at 3,000); the other 6,000 were
+	// most of the package's CPU under -race and added no new interleaving.
+	workloadOps       = flag.Int("escrow.ops", 4000, "operations of the randomized escrow workload on memory")
 	workloadDynamoOps = flag.Int("escrow.dynamo-ops", 400, "operations of the randomized escrow workload on DynamoDB Local")
 )
 
@@ -131,8 +136,8 @@ func retryBusy(f func() (escrow.Escrow, error)) (escrow.Escrow, error) {
 	}
 }
 
-// TestReleaseRacingRefundMovesMoneyOnce: 50 releases and 50 refunds by the
-// operator race on one disputed escrow (both legal there), and 100 buyer
+// TestReleaseRacingRefundMovesMoneyOnce: 25 releases and 25 refunds by the
+// operator race on one disputed escrow (both legal there), and 50 buyer
 // releases race on a delivered one; on every engine, exactly one
 // settlement commits, its money moves once, and every other call answers
 // the escrow as settled (200) or 409 invalid_transition.
@@ -160,13 +165,18 @@ func TestReleaseRacingRefundMovesMoneyOnce(t *testing.T) {
 
 		var wg sync.WaitGroup
 		var ok, conflict atomic.Int64
-		for i := range 200 {
+		// 100 racers (it was 200): all start at once, so the first
+		// settlements already race each other and every later call races
+		// the settled state; what matters is that two settlements of the
+		// same escrow contend, not how many more calls answer "settled".
+		const racers = 100
+		for i := range racers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				var f func() (escrow.Escrow, error)
 				switch {
-				case i >= 100:
+				case i >= racers/2:
 					f = func() (escrow.Escrow, error) { return s.Release(ctx, delivered.ID, buyer) }
 				case i%2 == 0:
 					f = func() (escrow.Escrow, error) { return s.Release(ctx, disputed.ID, operator) }
@@ -185,7 +195,7 @@ func TestReleaseRacingRefundMovesMoneyOnce(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if ok.Load()+conflict.Load() != 200 || ok.Load() < 101 {
+		if ok.Load()+conflict.Load() != racers || ok.Load() < racers/2+1 {
 			t.Fatalf("%d answered the settled escrow, %d conflicts", ok.Load(), conflict.Load())
 		}
 		d := must(s.Get(ctx, disputed.ID))
@@ -311,7 +321,7 @@ func checkHistory(t *testing.T, e escrow.Escrow) {
 
 // TestRandomWorkloadKeepsTheBooks runs a randomized concurrent workload of
 // grants, creates, funds, verifies, releases, refunds, disputes and
-// schedule runs on memory (10,000 operations) and DynamoDB Local (fewer,
+// schedule runs on memory (4,000 operations) and DynamoDB Local (fewer,
 // see workloadDynamoOps); afterwards every balance is the sum of its
 // entries, the balances sum to zero, no balance but the mint's is
 // negative, every escrow's history is a legal path, and every kind of
@@ -431,9 +441,9 @@ func randomWorkload(t *testing.T, st store.Store, ops int) {
 		}
 	}
 	t.Logf("%d escrows end in %v", len(ids), states)
-	// A run as large as memory's settles hundreds both ways; a small one
+	// A run as large as memory's settles dozens both ways; a small one
 	// may by chance settle none.
-	if ops >= 5000 && (states[escrow.Released] == 0 || states[escrow.Refunded] == 0) {
+	if ops >= 4000 && (states[escrow.Released] == 0 || states[escrow.Refunded] == 0) {
 		t.Errorf("no escrow was both released and refunded among %v: the workload did not exercise settlement", states)
 	}
 	checkBooks(t, s, accounts)
