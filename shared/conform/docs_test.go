@@ -46,6 +46,10 @@ func trackedFiles(t *testing.T, root string) []string {
 // character class so that this file does not match itself.
 var outsideDoc = regexp.MustCompile(`\bD[E]SIGN\b`)
 
+// outsideWord is the word outsideDoc matches, spelled in two pieces for
+// the same reason.
+var outsideWord = []byte("D" + "ESIGN")
+
 // TestRepositoryStandsAlone keeps every committed file self-contained: a
 // reader of the repository has no design document beside the checkout, so
 // code, comments, test messages and docs state the rule in the project's own
@@ -59,6 +63,13 @@ func TestRepositoryStandsAlone(t *testing.T) {
 		}
 		if bytes.IndexByte(raw, 0) >= 0 {
 			continue // binary
+		}
+		// A line the pattern matches holds the word itself, so a file
+		// without it has no such line: one scan of the file in assembly
+		// instead of the pattern over each line, which under -race cost
+		// seconds over the whole repository.
+		if !bytes.Contains(raw, outsideWord) {
+			continue
 		}
 		for n, line := range strings.Split(string(raw), "\n") {
 			if outsideDoc.MatchString(line) {

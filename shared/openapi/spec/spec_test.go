@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/a2awire/a2awire/shared/openapi/spec"
@@ -20,6 +21,43 @@ const (
 	committed = "../openapi.json"
 	published = "../../../docs/openapi.json"
 )
+
+// checkers holds one Checker per document: building the validator's
+// model is most of a checking test's CPU under -race (about 2 s each), and
+// a Checker keeps no state between Checks, so a test given a cached one
+// sees what a fresh one would. The committed document is the generated
+// one (TestCommittedDocumentIsCurrent), so in a passing run one model
+// serves every test.
+var checkers = struct {
+	sync.Mutex
+	m map[string]*spec.Checker
+}{m: map[string]*spec.Checker{}}
+
+// checkerOf is the cached Checker of doc.
+func checkerOf(t *testing.T, doc []byte) *spec.Checker {
+	t.Helper()
+	checkers.Lock()
+	defer checkers.Unlock()
+	if c := checkers.m[string(doc)]; c != nil {
+		return c
+	}
+	c, err := spec.NewChecker(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkers.m[string(doc)] = c
+	return c
+}
+
+// generatedChecker is the Checker of the document the route table makes.
+func generatedChecker(t *testing.T) *spec.Checker {
+	t.Helper()
+	doc, err := spec.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return checkerOf(t, doc)
+}
 
 // TestEveryRouteHasAnOp: each route of the table has its entry in ops,
 // and each entry names a route; the failure says what to add.
@@ -72,10 +110,7 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := spec.NewChecker(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := checkerOf(t, doc)
 	if err := c.Document(); err != nil {
 		t.Fatalf("the document is not valid OpenAPI 3.1:\n\t%v", err)
 	}
@@ -85,14 +120,7 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 // TestCheckerRefusesADriftedAnswer: an answer with a field the document
 // does not name, or a world error in the registry's shape, fails.
 func TestCheckerRefusesADriftedAnswer(t *testing.T) {
-	doc, err := spec.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := spec.NewChecker(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := generatedChecker(t)
 	json := func() map[string][]string { return map[string][]string{"Content-Type": {"application/json"}} }
 	good := spec.Exchange{Method: "GET", URL: "http://x/v0/worlds/lobby", Header: json(), Status: 404, RespHeader: json(),
 		RespBody: []byte(`{"ok":false,"error":{"code":"NOT_FOUND","message":"no such world"}}`)}
@@ -137,14 +165,7 @@ func TestUnexercisedNamesTheRoutes(t *testing.T) {
 // document — a body missing a required field, a signed route called
 // without its signature headers — fails.
 func TestCheckerRefusesABadRequest(t *testing.T) {
-	doc, err := spec.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := spec.NewChecker(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := generatedChecker(t)
 	hdr := func(kv ...string) map[string][]string {
 		h := map[string][]string{"Content-Type": {"application/json"}}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -174,14 +195,7 @@ func TestCheckerRefusesABadRequest(t *testing.T) {
 // answers are a result or a JSON-RPC error object (not the registry's
 // shape), and the event stream's success must be text/event-stream.
 func TestCheckerRefusesDriftOnTheBridgeAndTheStream(t *testing.T) {
-	doc, err := spec.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := spec.NewChecker(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := generatedChecker(t)
 	ct := func(v string) map[string][]string { return map[string][]string{"Content-Type": {v}} }
 	rpc := spec.Exchange{Method: "POST", URL: "http://x/a2a/p", Header: ct("application/json"), Status: 404, RespHeader: ct("application/json"),
 		RespBody: []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no agent","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo"}]}}`)}
