@@ -81,7 +81,7 @@ TEST_JOBS ?= 5
 test: npm tools python-deps browser-deps
 	@$(WITH_DYNAMODB_LOCAL) $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-race test-infra test-fastapi lint
 
-## check: the fast inner loop (about 30 s warm): gofmt, vet, staticcheck, and the tests of every package
+## check: the fast inner loop (under a minute warm): gofmt, vet, staticcheck, and the tests of every package
 ##   that needs neither DynamoDB Local nor the emulator (`make test` runs them all).
 check: python-deps browser-deps
 	@$(MAKE) --no-print-directory -j2 --output-sync=target check-tests lint
