@@ -535,11 +535,7 @@ func TestConcurrentSendsAndReaders(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for {
-					ms, err := b.Read(ctx, lobby, bob, inbox.ReadOptions{Limit: 7})
-					if apierror.KindOf(err) == apierror.Unavailable {
-						busy.Add(1) // lost every race: nothing consumed, read again
-						continue
-					}
+					ms, err := readPastBusy(ctx, b, lobby, bob, 7, &busy)
 					if err != nil {
 						errs[r] = err
 						return
@@ -667,19 +663,12 @@ func TestReadersRaceSenders(t *testing.T) {
 						return
 					case <-posted:
 					}
-					for {
-						ms, err := b.Read(ctx, lobby, bob, inbox.ReadOptions{Limit: 3})
-						if apierror.KindOf(err) == apierror.Unavailable {
-							busy.Add(1) // lost every race: nothing consumed, read again
-							continue
-						}
-						if err != nil {
-							errs[r] = err
-							return
-						}
-						got[r] = append(got[r], ids(ms)...)
-						break
+					ms, err := readPastBusy(ctx, b, lobby, bob, 3, &busy)
+					if err != nil {
+						errs[r] = err
+						return
 					}
+					got[r] = append(got[r], ids(ms)...)
 				}
 			}()
 		}
@@ -781,4 +770,16 @@ func TestMessagesCleanupOnLeave(t *testing.T) {
 			t.Fatalf("alice's inbox %d messages, want her 1: bob's leave must not touch it", len(got))
 		}
 	})
+}
+
+// readPastBusy reads once, reading again each time the read lost every race
+// (Unavailable: nothing was consumed), and counts those losses in busy.
+func readPastBusy(ctx context.Context, b *inbox.Inbox, world, awnID string, limit int, busy *atomic.Int64) ([]inbox.Message, error) {
+	for {
+		ms, err := b.Read(ctx, world, awnID, inbox.ReadOptions{Limit: limit})
+		if apierror.KindOf(err) != apierror.Unavailable {
+			return ms, err
+		}
+		busy.Add(1)
+	}
 }
