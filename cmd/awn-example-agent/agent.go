@@ -41,6 +41,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	m, err := a.Client.Join(ctx, a.World, json.RawMessage(`{"kind":"example-agent"}`))
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while joining (Ctrl-C at start-up, or a stop
+			// that came as the join's answer was on its way): the
+			// end asked for, not the network refusing the agent.
+			return nil
+		}
 		return fmt.Errorf("join %s: %w", a.World, err)
 	}
 	a.logf("joined %s as %s (slot %d)", a.World, m.AWNID, m.Slot)

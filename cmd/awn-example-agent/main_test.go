@@ -59,3 +59,24 @@ func TestRunWithProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStoppedWhileJoining: a stop that comes while the join is in
+// flight ends the command cleanly (TestRunWithProfile stops it as soon as
+// the join's event shows, which can be before the join's answer arrives),
+// while a join the network refuses is still an error.
+func TestRunStoppedWhileJoining(t *testing.T) {
+	t.Parallel()
+	base := network(t)
+	env := map[string]string{"AWN_HOME": t.TempDir(), "AWN_URL": base}
+	getenv := func(k string) string { return env[k] }
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := run(stopped, []string{"-world", "arena", "-profile", "echo"}, getenv, io.Discard); err != nil {
+		t.Errorf("stopped before the join answered: %v, want a clean end", err)
+	}
+	ctx, cancelRun := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelRun()
+	if err := run(ctx, []string{"-world", "no-such-world", "-profile", "echo"}, getenv, io.Discard); err == nil {
+		t.Error("a join of a world that does not exist ended cleanly, want its error")
+	}
+}
