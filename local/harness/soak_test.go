@@ -281,8 +281,17 @@ func TestHarnessEventLogSoak(t *testing.T) {
 			}
 		})
 	}
+	// done closes when every write has answered and every follower's
+	// first poll has: a follower's first poll announces it online, a
+	// presence.changed it commits before answering, and under load that
+	// commit (one more transaction racing the writers' for the event head)
+	// can land after the last write. A follower that stopped at the first
+	// empty poll after the writes would then miss it, as any event
+	// committed after its last poll (a make test run saw 123 of 126).
 	done := make(chan struct{})
-	go func() { writing.Wait(); wrote = time.Since(start); close(done) }()
+	var announced sync.WaitGroup
+	announced.Add(len(followers))
+	go func() { writing.Wait(); wrote = time.Since(start); announced.Wait(); close(done) }()
 
 	seen := make([][]string, len(followers))
 	polls := make([]int, len(followers))
@@ -296,6 +305,8 @@ func TestHarnessEventLogSoak(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(uint64(r), 26))
 		reading.Go(func() {
+			firstAnswered := sync.OnceFunc(announced.Done)
+			defer firstAnswered() // a follower that fails holds up no one
 			after, finished := "", false
 			for {
 				select {
@@ -316,6 +327,7 @@ func TestHarnessEventLogSoak(t *testing.T) {
 					t.Errorf("follower %d: %d %s %v", r, status, body, err)
 					return
 				}
+				firstAnswered()
 				var answer struct {
 					Data struct {
 						Events []struct {
