@@ -121,6 +121,9 @@ type Book struct {
 	// The optimistic retry budget (appendMaxAttempts…; tests shrink it).
 	maxAttempts             int
 	backoffBase, backoffMax time.Duration
+	// fenceTimeout bounds settling an unknown outcome (the constant; a
+	// test of a fence that never lands shrinks it).
+	fenceTimeout time.Duration
 }
 
 // NewBook returns a book over s.
@@ -129,7 +132,8 @@ func NewBook(s store.Store) *Book {
 		panic("ledger: nil store")
 	}
 	return &Book{store: s, accounts: keyedMutex{m: map[string]*keyLock{}},
-		maxAttempts: appendMaxAttempts, backoffBase: appendBackoffBase, backoffMax: appendBackoffMax}
+		maxAttempts: appendMaxAttempts, backoffBase: appendBackoffBase, backoffMax: appendBackoffMax,
+		fenceTimeout: fenceTimeout}
 }
 
 func accountKey(account string) store.Key { return store.Key{PK: pkPrefix + account, SK: accountSK} }
@@ -303,7 +307,7 @@ func notStored(attempt string) store.Cond {
 // safe: if an earlier one landed, the resend meets it). Only when no answer
 // comes within fenceTimeout does the outcome stay unknown.
 func (b *Book) settle(ctx context.Context, e Entry, guardKey store.Key, attempt string, cause error) appendResult {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fenceTimeout)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.fenceTimeout)
 	defer cancel()
 	fence := store.Item{
 		attrType:            store.S(TypeFence),

@@ -7,3 +7,7 @@ import "time"
 func SetRetries(b *Book, attempts int, backoff time.Duration) {
 	b.maxAttempts, b.backoffBase, b.backoffMax = attempts, backoff, backoff
 }
+
+// SetFenceTimeout bounds b's settling of an unknown outcome, so that a test
+// of a fence that never lands does not wait out the real bound.
+func SetFenceTimeout(b *Book, d time.Duration) { b.fenceTimeout = d }
