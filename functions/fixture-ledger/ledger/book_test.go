@@ -536,13 +536,13 @@ func testBookSettle(t *testing.T, st store.Store) {
 	// show it as well as the real 5 s (15 s over the three engines).
 	l.failUnwritten.Store(true)
 	l.fenceFailures.Store(1 << 40)
-	ledger.SetFenceTimeout(b, 250*time.Millisecond)
+	bound := ledger.SetFenceTimeout(b, 250*time.Millisecond)
 	_, err = b.Append(ctx, entry("acct", "e3", 30, t0))
 	if !errors.Is(err, ledger.ErrOutcomeUnknown) {
 		t.Fatalf("lost write and lost fence: %v, want ErrOutcomeUnknown", err)
 	}
 	l.fenceFailures.Store(0)
-	ledger.SetFenceTimeout(b, 5*time.Second)
+	ledger.SetFenceTimeout(b, bound)
 	got, err = b.Append(ctx, entry("acct", "e3", 30, t0))
 	if err != nil || got.Sequence != 3 {
 		t.Fatalf("retry after an unknown outcome: %+v %v", got, err)

@@ -9,5 +9,9 @@ func SetRetries(b *Book, attempts int, backoff time.Duration) {
 }
 
 // SetFenceTimeout bounds b's settling of an unknown outcome, so that a test
-// of a fence that never lands does not wait out the real bound.
-func SetFenceTimeout(b *Book, d time.Duration) { b.fenceTimeout = d }
+// of a fence that never lands does not wait out the real bound, and returns
+// the bound it replaced.
+func SetFenceTimeout(b *Book, d time.Duration) (was time.Duration) {
+	was, b.fenceTimeout = b.fenceTimeout, d
+	return was
+}
