@@ -161,7 +161,7 @@ fuzz:
 			done; \
 		done
 
-## bench: the benchmark table (harness path, protocol kit, cold starts, DynamoDB cost, signing, memory) with
+## bench: the benchmark table (harness path, protocol kit, cold starts, DynamoDB cost, latency, signing, memory, stream, fan-out) with
 ##   baselines measured in the same run; prints it (100 columns wide) with a summary line and writes
 ##   bench/results.json (about 3 minutes); exits 1 when a row MISSED its target or could not be measured.
 bench: npm tools build local-bin

@@ -28,6 +28,7 @@ import (
 
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
+	"github.com/a2awire/a2awire/shared/worldhttp/streamtest"
 )
 
 func main() {
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.proxy, "proxy-latency", 5*time.Millisecond, "latency the latency rows' proxy adds to every DynamoDB call")
 	fs.StringVar(&c.latencyProfile, "latency-cpuprofile", "", "write a CPU profile of the latency rows (the bench's client, the harness and the proxy, not DynamoDB Local) to this file")
 	fs.IntVar(&c.latencyN, "latency-requests", 60, "requests per route in the latency rows")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout,latency); default all")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout,latency,stream); default all")
 	fs.BoolVar(&c.external, "external", false, "instead of the table: harness ÷ bare net/http measured from outside with wrk (make bench-external; the -external-* flags tune it)")
 	c.ext.flags(fs)
 	serveBareAddr := fs.String("serve-bare", "", "serve the bare provider on this address (what -external starts as its baseline)")
@@ -117,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var server *dynamolocal.Server
 	const table = "a2awire-bench"
-	if want("cold") || want("cost") || want("latency") {
+	if want("cold") || want("cost") || want("latency") || want("stream") {
 		progress("starting DynamoDB Local...")
 		s, err := dynamolocal.Start()
 		if err != nil {
@@ -159,6 +160,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		rows = append(rows, latencyRows(ctx, server, table, c.proxy, c.latencyN)...)
 		stop()
+	}
+	if want("stream") {
+		progress("event stream: %d events while a reader's stream is cut 3 times, on memory then %d times on DynamoDB Local...", streamtest.Events, streamRuns)
+		rows = append(rows, streamRow(ctx, server))
 	}
 	if want("memory") {
 		progress("5/6 memory of %s idle and after %d requests...", c.local, c.requests)

@@ -171,12 +171,12 @@ func fanoutRow(ctx context.Context, events int) Row {
 	return runFanout(ctx, row, fanout.Options{Receivers: 100, Events: events, Timeout: 30 * time.Second})
 }
 
-// fanoutWideRow is row 7b: one public event to 10,000 webhooks, all on one
+// fanoutWideRow is row 9: one public event to 10,000 webhooks, all on one
 // loopback listener, each on its own path (so 10,000 endpoints, each with
 // its own concurrency cap), through the same path as row 7. Bounded by a
 // 60 s wait for the deliveries.
 func fanoutWideRow(ctx context.Context) Row {
-	row := Row{ID: "7b", Name: "webhook fan-out: one public event to 10,000 loopback webhooks (one listener, many paths): deliveries/s, p99 commit → delivery",
+	row := Row{ID: "9", Name: "webhook fan-out: one public event to 10,000 loopback webhooks (one listener, many paths): deliveries/s, p99 commit → delivery",
 		Target: "reported (no written target)", Status: Info,
 		Method: "cmd/a2awire-bench/fanout with OneListener: 10,000 members of one world, each a webhook http://127.0.0.1:<port>/r/<i> on one listener; one public event committed on the memory engine, enqueued as 10,000 messages by the webhook-dispatcher's Lambda entry from the engine's change feed and delivered by webhook-deliver's entry from the in-process delivery queue (route-table triggers: batches of 10, 100 concurrent invocations); latency = commit → arrival; deliveries/s = deliveries ÷ commit → last arrival; wait bounded at 60 s"}
 	return runFanout(ctx, row, fanout.Options{Receivers: 10000, Events: 1, OneListener: true, Timeout: 60 * time.Second})

@@ -88,7 +88,7 @@ func InboxMessages() Workload {
 }
 
 // FanOut is one public event delivered to 10,000 webhooks, taken at
-// the rate the deliverer reaches (row 7b measured about 1,000 a second
+// the rate the deliverer reaches (row 9 measured about 1,000 a second
 // on 2 cores; in AWS up to 100 invocations × 10 deliveries at once):
 // each delivery updates its webhook's counters, an UpdateItem on the
 // webhook's own counters key, so the 10,000 deliveries spread over 10,000
