@@ -248,10 +248,12 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 		text: "2 Query per page (members; their webhooks, side by side) + " + authCalls + " + 1 UpdateItem (rate limit)"},
 		"agents", a, "GET", "/v0/worlds/"+w+"/agents", "", http.StatusOK)
 
-	// 4k: an event poll without waiting (not rate limited; the UpdateItem
-	// records the poll for presence).
-	measure(4, budget{calls: with(false, map[string]int{"GetItem": 1, "Query": 2, "UpdateItem": 1, "TransactWriteItems": 1}),
-		text: "1 GetItem (the event head) + 2 Query (shared and private events) + 1 UpdateItem (poll recorded) + 1 TransactWriteItems (the first poll's presence.changed) + " + authCalls},
+	// 4k: an event poll without waiting (not rate limited). The member
+	// item, read beside the head, says whether the poll changes presence:
+	// a steady poll's record is an UpdateItem, a first poll's the
+	// presence.changed transaction.
+	measure(4, budget{calls: with(false, map[string]int{"GetItem": 2, "Query": 2, "UpdateItem": 1, "TransactWriteItems": 1}),
+		text: "2 GetItem (the event head and the poller's member item, side by side) + 2 Query (shared and private events) + 1 UpdateItem (a steady poll recorded) or 1 TransactWriteItems (the first poll's presence.changed) + " + authCalls},
 		"events", b, "GET", "/v0/worlds/"+w+"/events", "", http.StatusOK)
 
 	// 4l: the limiter's check alone, then a send it refuses.
@@ -263,7 +265,10 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 			return
 		}
 		allowed := m.Take()
-		refusedBudget := budget{calls: with(true, nil)}
+		// Refused: the member key (this handler has not seen the key),
+		// then the send's transaction carrying the guard (nonce, count,
+		// membership), which the count's condition cancels.
+		refusedBudget := budget{calls: map[string]int{"GetItem": 1, "TransactWriteItems": 1}}
 		// a has sent once this minute (4h); with a limit of 1 the next
 		// send is refused, unless the minute just turned: then it is
 		// allowed once and the one after is refused.
@@ -279,7 +284,7 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 			return
 		}
 		row := result(rows[5], allowed, check)
-		row.Target = "1 conditional UpdateItem, no read, per check; a refused request (429): " + authCalls + " + that UpdateItem, nothing more"
+		row.Target = "1 conditional UpdateItem, no read, per check; a refused send (429): 1 GetItem (the member key) + 1 TransactWriteItems (the send with the nonce, the count and the membership check, cancelled by the count), nothing more"
 		t := refused.Total()
 		row.Result = "allowed: " + row.Result + fmt.Sprintf("; refused send (429): %s; %g read + %g write units", callsString(refused.Calls()), t.ReadUnits, t.WriteUnits)
 		row.Values["refused_calls"] = float64(t.Calls)

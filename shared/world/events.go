@@ -378,15 +378,39 @@ func merge(a, b []Event, bound string, limit int) []Event {
 	return out
 }
 
+// headAndMember reads world's event head and awnID's member item side by
+// side: a poll's first round trip (NotJoined for a non-member). The member
+// as read tells the poll's record whether it changes presence
+// (markPolledRead), so that a poll that does is two round trips too.
+func (s *Service) headAndMember(ctx context.Context, world, awnID string) (string, Member, error) {
+	var head string
+	var herr error
+	var wg sync.WaitGroup
+	wg.Go(func() { head, herr = s.log.Head(ctx, world) })
+	m, merr := s.readMember(ctx, world, awnID)
+	wg.Wait()
+	if herr != nil {
+		return "", Member{}, apierror.FromStore("read events", herr)
+	}
+	if errors.Is(merr, store.ErrNotFound) {
+		return "", Member{}, notJoined(world)
+	}
+	if merr != nil {
+		return "", Member{}, apierror.FromStore("read member", merr)
+	}
+	return head, m, nil
+}
+
 // WaitEvents is Events as a long poll: it records the poll (MarkPolled),
 // then reads; while nothing is found it reads again every PollInterval
 // until an event arrives, wait (≤ MaxWait, Invalid above) has passed, or
 // ctx's deadline is within 1 s (so a Lambda returns before its timeout).
 // It returns as soon as an event is found, so within about PollInterval
 // of its commit. Waiting runs on the service's wait clock (WithWaitClock).
-// Cost: 1 UpdateItem, then per check 1 GetItem (the head) and, only when
-// the head has moved past the cursor, 2 Queries (at most 1 +
-// wait/PollInterval checks).
+// Cost: 1 GetItem (the member, beside the first check) and 1 UpdateItem
+// (or the presence.changed transaction when the poll brings the member
+// online), then per check 1 GetItem (the head) and, only when the head has
+// moved past the cursor, 2 Queries (at most 1 + wait/PollInterval checks).
 func (s *Service) WaitEvents(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) ([]Event, error) {
 	p, err := s.Poll(ctx, world, awnID, after, limit, wait)
 	return p.Events, err
@@ -406,7 +430,12 @@ func (s *Service) Poll(ctx context.Context, world, awnID, after string, limit in
 // update, is then a write the guard rides in (markPolledKept), beside the
 // pages, which do not wait for the guard (nothing of them is answered
 // unless the record, and so the guard, held). Two round trips, as on a
-// warm instance; a poll that changes presence takes Poll's path.
+// warm instance; a poll that changes presence then fails that update and
+// takes Poll's path (four: the member item's key needs the awnId the
+// member key gave, so it could not be read beside the lookup). Otherwise
+// the head and the member item are read side by side (headAndMember),
+// and the record is the steady update or the announcement the member as
+// read calls for: two round trips either way.
 func (s *Service) PollAs(ctx context.Context, world, awnID, keyID, after string, limit int, wait time.Duration) (EventPage, error) {
 	if wait < 0 || wait > MaxWait {
 		return EventPage{}, invalid("wait must be between 0 and %d seconds, not %v", int(MaxWait/time.Second), wait)
@@ -427,15 +456,22 @@ func (s *Service) PollAs(ctx context.Context, world, awnID, keyID, after string,
 	// Two round trips: the head, then the poll's record beside the
 	// pages (the record gives the reader its visibility, applied once
 	// the pages are in).
-	head, err := s.log.Head(ctx, world)
-	if err != nil {
-		return EventPage{}, apierror.FromStore("read events", err)
-	}
-	record := func() (Member, error) { return s.markPolled(ctx, world, awnID) }
+	var head string
+	var record func() (Member, error)
 	pages := ctx
 	if kept, ok := s.keptMember(ctx, world, awnID, keyID); ok && guard.Active(ctx) {
+		if head, err = s.log.Head(ctx, world); err != nil {
+			err = apierror.FromStore("read events", err)
+		}
 		record = func() (Member, error) { return s.markPolledKept(ctx, kept) }
 		pages = guard.Without(ctx)
+	} else {
+		var before Member
+		head, before, err = s.headAndMember(ctx, world, awnID)
+		record = func() (Member, error) { return s.markPolledRead(ctx, before) }
+	}
+	if err != nil {
+		return EventPage{}, err
 	}
 	p, m, err := s.eventsAt(pages, world, awnID, after, limit, head, record)
 	for {

@@ -1,10 +1,6 @@
 package world
 
-import (
-	"context"
-
-	"github.com/a2awire/a2awire/shared/apierror"
-)
+import "context"
 
 // Follower reads one member's events after a cursor, again and again: the
 // read side of an event stream. It is a long poll that never answers:
@@ -26,13 +22,14 @@ type Follower struct {
 
 // Follow opens a follower of the events of world visible to awnID after
 // `after` ("" = from the oldest kept; otherwise an id this world returned,
-// else Invalid) and reads its first page, as a poll does: the head, then
-// the member's poll record (NotJoined for a non-member; presence.changed
-// when it comes online) beside the page's Queries, so that a stream
-// reopened after a cut has its first events two round trips after the
-// request's guard, not three. Cost: 1 GetItem, 1 UpdateItem (2 more Writes
-// and a GetItem when it comes back online), and 2 Queries when the head is
-// past the cursor.
+// else Invalid) and reads its first page, as a poll does: the head and the
+// member item side by side, then the member's poll record (NotJoined for a
+// non-member; presence.changed when it comes online) beside the page's
+// Queries, so that a stream (re)opened has its first events two round
+// trips in, whether or not it changes presence. Cost: 2 GetItem, then 1
+// UpdateItem, or the presence.changed transaction when it comes online
+// (with a GetItem of the webhook and one more before it after a silence
+// not yet announced), and 2 Queries when the head is past the cursor.
 func (s *Service) Follow(ctx context.Context, world, awnID, after string) (*Follower, error) {
 	_, after, err := pollArgs(MaxEventLimit, after, s.now())
 	if err != nil {
@@ -41,11 +38,11 @@ func (s *Service) Follow(ctx context.Context, world, awnID, after string) (*Foll
 	if !validMember(world, awnID) {
 		return nil, notJoined(world)
 	}
-	head, err := s.log.Head(ctx, world)
+	head, before, err := s.headAndMember(ctx, world, awnID)
 	if err != nil {
-		return nil, apierror.FromStore("read events", err)
+		return nil, err
 	}
-	p, m, err := s.eventsAt(ctx, world, awnID, after, MaxEventLimit, head, func() (Member, error) { return s.markPolled(ctx, world, awnID) })
+	p, m, err := s.eventsAt(ctx, world, awnID, after, MaxEventLimit, head, func() (Member, error) { return s.markPolledRead(ctx, before) })
 	if err != nil {
 		return nil, err
 	}

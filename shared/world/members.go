@@ -959,6 +959,32 @@ func (s *Service) markPolledKept(ctx context.Context, kept Member) (Member, erro
 	return s.pollChanged(ctx, world, now, up, err)
 }
 
+// markPolledRead is markPolled for the member as a read beside the poll's
+// first read showed it (before, in PollAs and Follow): a steady member
+// takes markPolledKept's update, which returns nothing; any other goes
+// straight to the presence the poll changes (pollChangedFrom), with no
+// failed update first. So a poll that brings its member online — a first
+// poll, or one after a silence the presence sweep has announced — is two
+// round trips, the head with the member and then the announcement beside
+// the pages, not three. Every rule stays a condition of the write: the
+// steady update's, or the announcement's on the presence before showed
+// (a racing writer makes it fail, and the poll then records itself
+// alone).
+func (s *Service) markPolledRead(ctx context.Context, before Member) (Member, error) {
+	now := s.now().UTC()
+	if steadyAt(before, now) {
+		return s.markPolledKept(ctx, before)
+	}
+	up := store.Update(MemberKey(before.World, before.AWNID)).SetAttr(attrLastPollAt, store.N(now.UnixNano()))
+	return s.pollChangedFrom(ctx, before.World, now, up, before)
+}
+
+// steadyAt reports whether a poll of m at now changes nothing but its
+// poll time: what the steady update's condition holds.
+func steadyAt(m Member, now time.Time) bool {
+	return m.Announced == PresenceOnline && !m.RegistryOffline && !m.LastPollAt.Before(now.Add(-ReachableWithin))
+}
+
 // pollChanged is a poll whose steady update (up) failed with err: the
 // member was announced offline (a new member, or one whose registration
 // is offline) or went stale, or is gone (NotJoined).
@@ -974,6 +1000,13 @@ func (s *Service) pollChanged(ctx context.Context, world string, now time.Time, 
 	if err != nil {
 		return Member{}, internal(err)
 	}
+	return s.pollChangedFrom(ctx, world, now, up, before)
+}
+
+// pollChangedFrom is the presence a poll at now changes, from the member
+// as it was (before): up is the poll's record, written alone when nothing
+// is announced.
+func (s *Service) pollChangedFrom(ctx context.Context, world string, now time.Time, up store.Action, before Member) (Member, error) {
 	// A poll after a silence: was the silence announced?
 	if before.Announced == PresenceOnline && !before.RegistryOffline {
 		h, err := s.readHook(ctx, world, before.AWNID)
@@ -1004,7 +1037,7 @@ func (s *Service) pollChanged(ctx context.Context, world string, now time.Time, 
 			return after, nil
 		}
 	}
-	_, err = s.store.Write(ctx, up.When(store.ItemExists()))
+	_, err := s.store.Write(ctx, up.When(store.ItemExists()))
 	if errors.Is(err, store.ErrConditionFailed) {
 		return Member{}, notJoined(world)
 	}
