@@ -233,3 +233,135 @@ func TestColdPoll(t *testing.T) {
 		}
 	})
 }
+
+// announcements returns the presences announced for awnID in world, in
+// order, as the member itself reads them (presence.changed is an agents
+// event it sees from its join on).
+func announcements(t *testing.T, s *world.Service, id, awnID string) []string {
+	t.Helper()
+	evs, err := s.Events(context.Background(), id, awnID, "", world.MaxEventLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		if e.Type != world.PresenceChanged {
+			continue
+		}
+		var d struct {
+			AWNID    string `json:"awnId"`
+			Presence string `json:"presence"`
+		}
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.AWNID == awnID {
+			out = append(out, d.Presence)
+		}
+	}
+	return out
+}
+
+// keyPresence is the presence member n's key item carries in world.
+func keyPresence(t *testing.T, st store.Store, id string, n int) string {
+	t.Helper()
+	it, err := st.Get(context.Background(), world.MemberKeyKey(id, auth.KeyID(key(n))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return it.Str("presence")
+}
+
+// TestColdFirstPoll: the member key item carries the presence last
+// announced (offline from the join), so a member's first poll on an
+// instance that has not seen its key commits presence.changed (online)
+// carrying the request's guard, without reading the member and without a
+// failed update first: 2 round trips. A replayed nonce announces nothing.
+// A key item behind the member (another writer's announcement not on it)
+// costs round trips, never a second announcement. After the presence
+// sweep announces a silence, the key item says offline again and the next
+// cold poll is 2 round trips again.
+func TestColdFirstPoll(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		c := &clock{now: t0}
+		s := newWorld(t, st, c, "arena")
+		m := join(t, s, "arena", 1)
+		if got := keyPresence(t, st, "arena", 1); got != world.PresenceOffline {
+			t.Fatalf("a new member's key item says presence %q, want offline", got)
+		}
+		c.Advance(time.Second)
+		_, reads, depth, err := coldPoll(t, st, c, "arena", 1, "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads != 0 || depth != 2 {
+			t.Fatalf("the cold first poll read the member %d times in %d round trips, want 0 in 2", reads, depth)
+		}
+		if got := announcements(t, s, "arena", m.AWNID); len(got) != 1 || got[0] != world.PresenceOnline {
+			t.Fatalf("announced %v, want [online]", got)
+		}
+		if got, err := s.Member(ctx, "arena", m.AWNID); err != nil || got.Announced != world.PresenceOnline || !got.LastPollAt.Equal(c.Now()) {
+			t.Fatalf("member %+v, %v: want announced online, polled now", got, err)
+		}
+		if got := keyPresence(t, st, "arena", 1); got != world.PresenceOnline {
+			t.Fatalf("after the announcement the key item says %q, want online", got)
+		}
+
+		// A replayed first poll: refused by the guard its announcement
+		// carried, so nothing is announced.
+		r := join(t, s, "arena", 2)
+		if _, err := st.Write(ctx, store.Put(store.Key{PK: "NONCE#used", SK: "N"}, store.Item{"type": store.S("nonce")})); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := coldPoll(t, st, c, "arena", 2, "used"); !errors.Is(err, errReplayed) {
+			t.Fatalf("a replayed cold first poll: %v, want the nonce's error", err)
+		}
+		if got := announcements(t, s, "arena", r.AWNID); len(got) != 0 {
+			t.Fatalf("a replayed poll announced %v", got)
+		}
+		if got, _ := s.Member(ctx, "arena", r.AWNID); got.Announced == world.PresenceOnline || !got.LastPollAt.IsZero() {
+			t.Fatalf("a replayed poll recorded itself: %+v", got)
+		}
+
+		// A key item behind its member: member 3 is online, its key
+		// item says offline. The cold poll's announcement fails on the
+		// member's presence and the poll records itself as a warm one
+		// would, announcing nothing more.
+		b := join(t, s, "arena", 3)
+		if _, err := s.Poll(ctx, "arena", b.AWNID, "", 50, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Write(ctx, store.Update(world.MemberKeyKey("arena", auth.KeyID(key(3)))).SetAttr("presence", store.S(world.PresenceOffline))); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Second)
+		if _, _, _, err := coldPoll(t, st, c, "arena", 3, "behind"); err != nil {
+			t.Fatal(err)
+		}
+		if got := announcements(t, s, "arena", b.AWNID); len(got) != 1 {
+			t.Fatalf("a key item behind its member: announced %v, want [online] once", got)
+		}
+		if got, _ := s.Member(ctx, "arena", b.AWNID); !got.LastPollAt.Equal(c.Now()) {
+			t.Fatalf("the poll was not recorded: lastPollAt %v, want %v", got.LastPollAt, c.Now())
+		}
+
+		// A silence the sweep announces: the key item follows, and the
+		// next cold poll brings the member online in 2 round trips.
+		c.Advance(world.ReachableWithin + time.Minute)
+		sweep(t, s)
+		if got := keyPresence(t, st, "arena", 1); got != world.PresenceOffline {
+			t.Fatalf("after the sweep announced the silence the key item says %q, want offline", got)
+		}
+		_, reads, depth, err = coldPoll(t, st, c, "arena", 1, "back")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads != 0 || depth != 2 {
+			t.Fatalf("the cold poll after an announced silence read the member %d times in %d round trips, want 0 in 2", reads, depth)
+		}
+		if got := announcements(t, s, "arena", m.AWNID); len(got) != 3 || got[1] != world.PresenceOffline || got[2] != world.PresenceOnline {
+			t.Fatalf("announced %v, want [online offline online]", got)
+		}
+	})
+}

@@ -464,6 +464,9 @@ func (s *Service) PollAs(ctx context.Context, world, awnID, keyID, after string,
 			err = apierror.FromStore("read events", err)
 		}
 		record = func() (Member, error) { return s.markPolledKept(ctx, kept) }
+		if keptPresence(ctx, world, keyID) == PresenceOffline {
+			record = func() (Member, error) { return s.markPolledOffline(ctx, kept) }
+		}
 		pages = guard.Without(ctx)
 	} else {
 		var before Member

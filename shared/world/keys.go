@@ -27,7 +27,10 @@
 // metadata, subjectId) and lastPollAt; the member key item lets a member
 // route find the signing key of a keyid within one world with one Get, and
 // carries the membership's joinedAt (from the join's transaction on), so a
-// leave on an instance that read it need not read the member (LeaveAs).
+// leave on an instance that read it need not read the member (LeaveAs), and
+// the presence last announced (every announcement writes it beside the
+// member's), so a poll on such an instance knows whether it brings the
+// member online (markPolledOffline).
 // Public and agents-visible events share one partition per world, private
 // events have one per recipient, so a poll is one Query of each; event ids
 // are ULIDs, so sort-key order is time order and an id is a cursor. The

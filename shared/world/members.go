@@ -339,14 +339,10 @@ func (s *Service) joinCommit(ctx context.Context, j joining, slot int64, up stor
 		store.Put(MemberKey(world, awnID), it).When(store.ItemAbsent()),
 		// The member key carries the membership's joinedAt, so that a
 		// leave whose key lookup read it can condition its removal on
-		// it without reading the member (LeaveAs).
-		store.Put(MemberKeyKey(world, keyID), store.Item{
-			AttrType:      store.S(TypeMemberKey),
-			attrAWNID:     store.S(awnID),
-			attrKeyID:     store.S(keyID),
-			attrPublicKey: store.B(pub),
-			attrJoinedAt:  store.N(now.UnixNano()),
-		}).When(store.ItemAbsent()),
+		// it without reading the member (LeaveAs), and the presence last
+		// announced (offline: none yet), so that a poll whose lookup
+		// read it knows whether it brings the member online (PollAs).
+		store.Put(MemberKeyKey(world, keyID), memberKeyItem(awnID, keyID, pub, now, j.offline)).When(store.ItemAbsent()),
 		// The world's rules hold in the join's own transaction: open, and
 		// below its cap (the cap read with the slot; a changed cap fails
 		// too, and is reported as the item now says).
@@ -544,6 +540,35 @@ func (s *Service) LeaveAs(ctx context.Context, world, awnID, keyID string) error
 		return notJoined(world) // a racing leave came first
 	}
 	return err
+}
+
+// memberKeyItem is the member key item a join writes. Its presence is the
+// member item's as announced (announceWith keeps it so), offline at the
+// join; left unset when the registration is offline, since a poll then
+// announces nothing and must take the member item's word (markPolled).
+func memberKeyItem(awnID, keyID string, pub ed25519.PublicKey, joined time.Time, registryOffline bool) store.Item {
+	it := store.Item{
+		AttrType:      store.S(TypeMemberKey),
+		attrAWNID:     store.S(awnID),
+		attrKeyID:     store.S(keyID),
+		attrPublicKey: store.B(pub),
+		attrJoinedAt:  store.N(joined.UnixNano()),
+	}
+	if !registryOffline {
+		it[attrPresence] = store.S(PresenceOffline)
+	}
+	return it
+}
+
+// keptPresence is the presence announced for the member whose key item
+// this request's key lookup read (see memberKeyItem): "" when the lookup
+// read none, or one written before the item carried it.
+func keptPresence(ctx context.Context, world, keyID string) string {
+	it, ok := guard.Kept(ctx, MemberKeyKey(world, keyID))
+	if !ok || it.Str(AttrType) != TypeMemberKey {
+		return ""
+	}
+	return it.Str(attrPresence)
 }
 
 // keptMember is the membership of awnID in world as the member key item of
@@ -957,6 +982,31 @@ func (s *Service) markPolledKept(ctx context.Context, kept Member) (Member, erro
 		return m, nil
 	}
 	return s.pollChanged(ctx, world, now, up, err)
+}
+
+// markPolledOffline is markPolledKept for a member its key item shows
+// announced offline (keptPresence), with its registration online: the poll
+// brings it online, so its record is the announcement, carrying the
+// request's guard, with no steady update tried first — a cold first poll
+// in two round trips. The announcement is conditioned on the member item
+// being offline (and its registration online): when the key item was
+// behind it (a racing announcement), the poll takes markPolled's path.
+func (s *Service) markPolledOffline(ctx context.Context, kept Member) (Member, error) {
+	now := s.now().UTC()
+	before := kept
+	before.Announced = PresenceOffline
+	ok, err := s.announceWith(ctx, before, PresenceOnline, time.Time{}, store.NotExists(attrRegistryOffline), func(a store.Action) store.Action {
+		return a.SetAttr(attrLastPollAt, store.N(now.UnixNano()))
+	})
+	if err != nil {
+		return Member{}, err
+	}
+	if !ok {
+		return s.markPolled(ctx, kept.World, kept.AWNID)
+	}
+	after := kept
+	after.LastPollAt, after.Announced = now, PresenceOnline
+	return after, nil
 }
 
 // markPolledRead is markPolled for the member as a read beside the poll's

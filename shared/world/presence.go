@@ -187,6 +187,13 @@ func (s *Service) announceWith(ctx context.Context, m Member, presence string, s
 		up = set(up)
 	}
 	acts := append([]store.Action{up}, extra...)
+	if m.KeyID != "" {
+		// The member key item carries the presence announced, for the
+		// poll whose key lookup reads it (markPolledOffline). It exists
+		// while the member does (a join writes both, a removal deletes
+		// both), so the condition holds whenever the member's does.
+		acts = append(acts, store.Update(MemberKeyKey(m.World, m.KeyID)).SetAttr(attrPresence, store.S(presence)).When(store.ItemExists()))
+	}
 	if presence == PresenceOnline {
 		acts = append(acts, duePut(m, now.Add(ReachableWithin+time.Millisecond)))
 	} else {
