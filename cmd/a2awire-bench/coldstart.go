@@ -174,10 +174,17 @@ func coldStartOnce(ctx context.Context, rie string, t coldTarget) (coldSample, e
 	first := time.Since(start) - settle
 	// The emulator answers 200 with {"errorMessage": …} when the function
 	// itself failed; an HTTP function's answer must not be a 5xx. Other
-	// handlers may answer any JSON (registry-seed: a string).
+	// handlers may answer any JSON (registry-seed: a string). A streaming
+	// function (behind a function URL, through lambdaurl) answers its
+	// status as a JSON prelude, eight NUL bytes, then the body.
 	var answer struct {
 		events.APIGatewayV2HTTPResponse
 		ErrorMessage string `json:"errorMessage"`
+	}
+	if t.fn.Streaming {
+		if prelude, _, ok := bytes.Cut(raw, make([]byte, 8)); ok {
+			raw = prelude
+		}
 	}
 	if !json.Valid(raw) || bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) && json.Unmarshal(raw, &answer) != nil ||
 		resp.StatusCode != 200 || answer.StatusCode >= 500 || answer.ErrorMessage != "" {
@@ -213,6 +220,8 @@ func firstPayload(t coldTarget) ([]byte, error) {
 		case routes.ScheduleTrigger:
 			return json.Marshal(events.EventBridgeEvent{Version: "0", ID: "bench", DetailType: "Scheduled Event", Source: "aws.events",
 				AccountID: "000000000000", Time: time.Now().UTC(), Region: "us-east-1", Detail: json.RawMessage(`{}`)})
+		case routes.QueueTrigger:
+			return json.Marshal(events.SQSEvent{Records: []events.SQSMessage{}})
 		}
 	}
 	return json.Marshal(firstEvent(t))

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/worldhttp/streamtest"
@@ -142,6 +143,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		progress("3/6 cold starts: %d functions and the two trivial Lambdas, %d each under the emulator...", len(functions), c.cold)
 		env := []string{"TABLE_NAME=" + table, "BASE_URL=http://127.0.0.1:8080", "AWS_ENDPOINT_URL_DYNAMODB=" + server.Endpoint(),
 			"AWS_ACCESS_KEY_ID=" + dynamo.LocalKey(), "AWS_SECRET_ACCESS_KEY=local"}
+		// Every queue at a loopback URL where nothing listens, as the
+		// deploy sets QUEUE_URL_* (the functions that use a queue build
+		// their SQS clients at start; no first invocation sends).
+		for _, q := range routes.Queues() {
+			env = append(env, routes.QueueURLEnv(q.Name)+"=http://127.0.0.1:9/"+q.Name)
+		}
 		out, err := filepath.Abs(filepath.Join(c.out, "cold"))
 		if err != nil {
 			return err
