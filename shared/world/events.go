@@ -429,13 +429,15 @@ func (s *Service) Poll(ctx context.Context, world, awnID, after string, limit in
 // still pending when the pages are read: the poll's record, a steady poll's
 // update, is then a write the guard rides in (markPolledKept), beside the
 // pages, which do not wait for the guard (nothing of them is answered
-// unless the record, and so the guard, held). Two round trips, as on a
-// warm instance; a poll that changes presence then fails that update and
-// takes Poll's path (four: the member item's key needs the awnId the
-// member key gave, so it could not be read beside the lookup). Otherwise
-// the head and the member item are read side by side (headAndMember),
-// and the record is the steady update or the announcement the member as
-// read calls for: two round trips either way.
+// unless the record, and so the guard, held); when the member key item
+// shows the member announced offline (a first poll, or one after an
+// announced silence), the record is the announcement online instead
+// (markPolledOffline). Two round trips either way, as on a warm instance.
+// A poll the key item gets wrong (a silence not yet announced, a racing
+// announcement) fails its condition and takes Poll's path. Without a
+// member key read, the head and the member item are read side by side
+// (headAndMember), and the record is the steady update or the
+// announcement the member as read calls for: two round trips either way.
 func (s *Service) PollAs(ctx context.Context, world, awnID, keyID, after string, limit int, wait time.Duration) (EventPage, error) {
 	if wait < 0 || wait > MaxWait {
 		return EventPage{}, invalid("wait must be between 0 and %d seconds, not %v", int(MaxWait/time.Second), wait)
