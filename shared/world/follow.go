@@ -28,8 +28,8 @@ type Follower struct {
 // Queries, so that a stream (re)opened has its first events two round
 // trips in, whether or not it changes presence. Cost: 2 GetItem, then 1
 // UpdateItem, or the presence.changed transaction when it comes online
-// (with a GetItem of the webhook and one more before it after a silence
-// not yet announced), and 2 Queries when the head is past the cursor.
+// (after a silence not yet announced, with the missed offline in it), and
+// 2 Queries when the head is past the cursor.
 func (s *Service) Follow(ctx context.Context, world, awnID, after string) (*Follower, error) {
 	_, after, err := pollArgs(MaxEventLimit, after, s.now())
 	if err != nil {

@@ -155,26 +155,69 @@ const (
 // The caller queues its request; the first caller to find its queue idle
 // drains it, a batch at a time, while later callers wait for their answer.
 func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Action) (Event, error) {
-	// The request's guard (nonce, rate limit, membership: package guard)
-	// joins its caller's actions, so that whatever batch the commit lands
-	// in carries it; its failure is the guard's answer.
-	gacts, finish := guard.Take(ctx, with)
-	off := len(with)
-	if len(gacts) > 0 {
-		with = append(append([]store.Action(nil), with...), gacts...)
-	} else {
-		// Nothing to carry: the guard was written first (or there is
-		// none); a guard that refused the request refuses the commit,
-		// which must then write nothing.
-		if err := finish(nil, off); err != nil {
-			return Event{}, err
-		}
-		finish = func(err error, _ int) error { return err }
+	with, finish, err := takeGuard(ctx, with)
+	if err != nil {
+		return Event{}, err
 	}
 	// The log's own calls (the batch's Write, an unknown outcome's
 	// settling) carry the guard already: they must not wait for it.
-	ev, err := l.enqueue(guard.Without(ctx), ev, fixed, with)
-	return ev, finish(err, off)
+	ev, err = l.enqueue(guard.Without(ctx), ev, fixed, with)
+	return ev, finish(err)
+}
+
+// takeGuard joins the request's guard (nonce, rate limit, membership:
+// package guard) to a commit's actions, so that whatever Write the commit
+// lands in carries it; finish turns that Write's outcome into the answer
+// (the guard's error when one of its parts failed). When there is nothing
+// to carry, the guard was written first (or there is none), and a guard
+// that refused the request refuses the commit, which must then write
+// nothing: that is err.
+func takeGuard(ctx context.Context, with []store.Action) ([]store.Action, func(error) error, error) {
+	gacts, finish := guard.Take(ctx, with)
+	off := len(with)
+	if len(gacts) == 0 {
+		if err := finish(nil, off); err != nil {
+			return nil, nil, err
+		}
+		return with, func(err error) error { return err }, nil
+	}
+	with = append(append([]store.Action(nil), with...), gacts...)
+	return with, func(err error) error { return finish(err, off) }, nil
+}
+
+// CommitAll is Commit for events that commit together or not at all (a
+// poll's offline and online announcements of one silence): one Write of
+// the caller's actions, one update of the head and every event's Put, the
+// events' ids increasing in the order given. Its Write is its own, not
+// batched with other callers' commits (which only saves transactions
+// where several requests share an instance). Its cost is Commit's, plus 2
+// write units per event past the first.
+func (l *Log) CommitAll(ctx context.Context, evs []Event, with ...store.Action) ([]Event, error) {
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("world: no events to commit: %w", store.ErrInvalid)
+	}
+	for _, ev := range evs[1:] {
+		if ev.World != evs[0].World {
+			return nil, fmt.Errorf("world: events of worlds %s and %s in one commit: %w", evs[0].World, ev.World, store.ErrInvalid)
+		}
+	}
+	with, finish, err := takeGuard(ctx, with)
+	if err != nil {
+		return nil, err
+	}
+	batch := make([]*request, len(evs))
+	for i, ev := range evs {
+		batch[i] = &request{ev: ev}
+	}
+	batch[0].with = with
+	if err := finish(l.write(guard.Without(ctx), batch)); err != nil {
+		return nil, err
+	}
+	out := make([]Event, len(batch))
+	for i, r := range batch {
+		out[i] = r.ev
+	}
+	return out, nil
 }
 
 // enqueue is commit once the guard has joined with.

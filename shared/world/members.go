@@ -934,7 +934,8 @@ func (s *Service) guardWorld(ctx context.Context, world string) {
 // registration is offline) or went stale: it is written again without that
 // condition (returning the member as it was) and, if the poll changes what
 // was announced, presence.changed is committed (offline first, with the
-// time it went stale, if a silence was never announced). Not a member →
+// time it went stale, if a silence was never announced: both in the
+// transaction recording the poll, pollAfterSilence). Not a member →
 // NotJoined.
 func (s *Service) MarkPolled(ctx context.Context, world, awnID string) error {
 	_, err := s.markPolled(ctx, world, awnID)
@@ -1057,11 +1058,16 @@ func (s *Service) pollChanged(ctx context.Context, world string, now time.Time, 
 // as it was (before): up is the poll's record, written alone when nothing
 // is announced.
 func (s *Service) pollChangedFrom(ctx context.Context, world string, now time.Time, up store.Action, before Member) (Member, error) {
-	// A poll after a silence: was the silence announced?
+	// A poll after a silence the member item shows not announced.
 	if before.Announced == PresenceOnline && !before.RegistryOffline {
-		h, err := s.readHook(ctx, world, before.AWNID)
+		h, done, err := s.pollAfterSilence(ctx, before, now)
 		if err != nil {
-			return Member{}, apierror.FromStore("read webhook", err)
+			return Member{}, err
+		}
+		if done {
+			after := before
+			after.LastPollAt = now
+			return after, nil
 		}
 		if PresenceOf(before, h, now) == PresenceOffline {
 			if _, err := s.announce(ctx, before, PresenceOffline, before.LastPollAt.Add(ReachableWithin), nil); err != nil {

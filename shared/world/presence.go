@@ -46,7 +46,8 @@ import (
 // members whose presence may have lapsed by then (a due item per member
 // announced online, in gsi1 by due time), and announces offline within a
 // run's period (one minute) of the lapse — or from the member's next poll
-// if that comes first (data.since: when its last poll went stale).
+// if that comes first (data.since: when its last poll went stale), with
+// the online that poll brings in the one transaction (pollAfterSilence).
 
 // Attributes of presence on the member item.
 const (
@@ -421,4 +422,121 @@ func (s *Service) recordProbe(ctx context.Context, m Member, h Hook, answered bo
 		return apierror.FromStore("record probe", err)
 	}
 	return nil
+}
+
+// silenceSince is when m's silence began: its last poll's ReachableWithin
+// or its stream lease ran out, whichever was later (zero: it had neither).
+func silenceSince(m Member) time.Time {
+	var t time.Time
+	if !m.LastPollAt.IsZero() {
+		t = m.LastPollAt.Add(ReachableWithin)
+	}
+	return later(t, m.StreamUntil)
+}
+
+// pollAfterSilence is the poll at now of a member announced online whose
+// silence (no poll within ReachableWithin, no stream open) the presence
+// sweep has not announced yet, as the poll's first read showed it
+// (before). It commits, in one transaction, the offline the silence
+// meant (data.since: when it began), the online the poll brings and the
+// poll's record — both presence.changed events, the member item's poll
+// time (its presence stays online, so the member key item's does too)
+// and the sweep's next look: done, and the poll is two round trips, not
+// four (the webhook read, offline, then online, since one item cannot be
+// in a transaction twice).
+//
+// Every input of the rule is a condition of that write: the member still
+// announced online, its registration online, its poll and stream lease
+// still as stale at now, and its webhook absent — it is taken to be, as
+// a poller's usually is; when it is not, the failed condition returns it
+// and the decision is made again on it, its own attributes and the
+// member's probe outcomes then held as read (three round trips). When
+// the webhook answered, the member stayed online: not done, and h is the
+// webhook for the caller's decision. When the member changed under the
+// poll (a racing poll, a sweep's announcement), not done, with h read
+// again: the caller announces what is left on the presence conditions of
+// its own writes.
+func (s *Service) pollAfterSilence(ctx context.Context, before Member, now time.Time) (h Hook, done bool, err error) {
+	if PresenceOf(before, Hook{}, now) == PresenceOnline {
+		return Hook{}, false, nil // its stream is open: no webhook decides
+	}
+	var hit store.Item // nil: the webhook taken to be absent
+	for range 2 {
+		ok, found, err := s.commitSilence(ctx, before, hit, now)
+		switch {
+		case err != nil:
+			return Hook{}, false, err
+		case ok:
+			return Hook{}, true, nil
+		case found == nil:
+			// The member changed (or its webhook, held as read).
+			h, err := s.readHook(ctx, before.World, before.AWNID)
+			if err != nil {
+				return Hook{}, false, apierror.FromStore("read webhook", err)
+			}
+			return h, false, nil
+		}
+		hit = found
+		if h := decodeHook(hit); PresenceOf(before, h, now) == PresenceOnline {
+			return h, false, nil
+		}
+	}
+	return decodeHook(hit), false, nil
+}
+
+// commitSilence is pollAfterSilence's write, with its member's webhook
+// item as read (nil: absent). It reports whether it committed and, when
+// the webhook was in the way of an absent one, that webhook's item.
+func (s *Service) commitSilence(ctx context.Context, before Member, hit store.Item, now time.Time) (bool, store.Item, error) {
+	offline := presenceData{AWNID: before.AWNID, Presence: PresenceOffline}
+	if since := silenceSince(before); !since.IsZero() {
+		offline.Since = since.UTC().Format(time.RFC3339Nano)
+	}
+	var evs []Event
+	for _, d := range []presenceData{offline, {AWNID: before.AWNID, Presence: PresenceOnline}} {
+		ev, err := s.ids.NewEvent(before.World, PresenceChanged, Agents, "", d, now)
+		if err != nil {
+			return false, nil, internal(err)
+		}
+		evs = append(evs, ev)
+	}
+	cond := store.And(
+		store.Eq(attrJoinedAt, store.N(before.JoinedAt.UnixNano())),
+		store.Eq(attrPresence, store.S(PresenceOnline)),
+		store.NotExists(attrRegistryOffline),
+		store.Or(store.NotExists(attrLastPollAt), store.Lt(attrLastPollAt, store.N(now.Add(-ReachableWithin).UnixNano()))),
+		store.Or(store.NotExists(attrStreamUntil), store.Le(attrStreamUntil, store.N(now.UnixNano()))),
+	)
+	hook := store.Check(WebhookKey(before.World, before.AWNID), store.ItemAbsent()).OnFailReturn()
+	if hit != nil {
+		// The webhook decides with the probes' outcomes: both as read.
+		cond = store.And(cond, timeAsRead(attrProbeOKAt, before.ProbeOKAt), timeAsRead(attrProbeFailAt, before.ProbeFailAt))
+		hook = store.Check(WebhookKey(before.World, before.AWNID), store.And(store.ItemExists(),
+			unchanged(hit, hookAttrEnabled, hookAttrLastSuccessAt, hookAttrLastErrorAt)))
+	}
+	_, err := s.log.CommitAll(ctx, evs,
+		store.Update(MemberKey(before.World, before.AWNID)).SetAttr(attrLastPollAt, store.N(now.UnixNano())).When(cond),
+		hook,
+		duePut(before, now.Add(ReachableWithin+time.Millisecond)))
+	var cf *store.ConditionFailedError
+	switch {
+	case err == nil:
+		return true, nil, nil
+	case errors.As(err, &cf):
+		if cf.Action == 1 && hit == nil {
+			return false, cf.Item, nil
+		}
+		return false, nil, nil
+	default:
+		return false, nil, apierror.FromStore("announce presence", err)
+	}
+}
+
+// timeAsRead is the condition that the time attribute attr still holds t
+// (zero: absent), as decodeMember read it.
+func timeAsRead(attr string, t time.Time) store.Cond {
+	if t.IsZero() {
+		return store.NotExists(attr)
+	}
+	return store.Eq(attr, store.N(t.UnixNano()))
 }
