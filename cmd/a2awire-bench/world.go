@@ -252,8 +252,8 @@ func worldRows(ctx context.Context, server *dynamolocal.Server, table string) []
 	// item, read beside the head, says whether the poll changes presence:
 	// a steady poll's record is an UpdateItem, a first poll's the
 	// presence.changed transaction.
-	measure(4, budget{calls: with(false, map[string]int{"GetItem": 2, "Query": 2, "UpdateItem": 1, "TransactWriteItems": 1}),
-		text: "2 GetItem (the event head and the poller's member item, side by side) + 2 Query (shared and private events) + 1 UpdateItem (a steady poll recorded) or 1 TransactWriteItems (the first poll's presence.changed) + " + authCalls},
+	measure(4, budget{calls: with(false, map[string]int{"GetItem": 3, "Query": 2, "UpdateItem": 1, "TransactWriteItems": 1}),
+		text: "3 GetItem (the event head, the poller's member item and its webhook, side by side) + 2 Query (shared and private events) + 1 UpdateItem (a steady poll recorded) or 1 TransactWriteItems (the first poll's presence.changed) + " + authCalls},
 		"events", b, "GET", "/v0/worlds/"+w+"/events", "", http.StatusOK)
 
 	// 4l: the limiter's check alone, then a send it refuses.

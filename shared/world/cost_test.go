@@ -115,10 +115,11 @@ func costSteps() []costStep {
 		{"events long poll (events waiting)", func(ctx context.Context, s *world.Service, _ store.Store) error {
 			_, err := s.WaitEvents(ctx, "cost", a, "", 0, 10*time.Second)
 			return err
-			// a's first poll: the member, read beside the head, is not
-			// online, so the commit of presence.changed (online) records
-			// the poll, with no steady update tried first.
-		}, map[string]int{"TransactWriteItems": 1, "GetItem": 2, "Query": 2}, [3]int64{2, 2, 1}},
+			// a's first poll: the member and its webhook, read beside
+			// the head, show it not online, so the commit of
+			// presence.changed (online) records the poll, with no steady
+			// update tried first.
+		}, map[string]int{"TransactWriteItems": 1, "GetItem": 3, "Query": 2}, [3]int64{3, 2, 1}},
 		{"events poll at the head, wait 0 (mark + the head and the member read)", func(ctx context.Context, s *world.Service, st store.Store) error {
 			if err := world.New(st, world.WithIDs(testIDs)).MarkPolled(ctx, "cost", b); err != nil { // st: not counted; b online
 				return err
@@ -132,7 +133,7 @@ func costSteps() []costStep {
 				return fmt.Errorf("%d events past the head", len(evs))
 			}
 			return err
-		}, map[string]int{"UpdateItem": 1, "GetItem": 2}, [3]int64{2, 0, 1}},
+		}, map[string]int{"UpdateItem": 1, "GetItem": 3}, [3]int64{3, 0, 1}},
 		{"mark polled", func(ctx context.Context, s *world.Service, _ store.Store) error {
 			return s.MarkPolled(ctx, "cost", a)
 		}, map[string]int{"UpdateItem": 1}, [3]int64{0, 0, 1}},
@@ -254,9 +255,9 @@ func TestLongPollCost(t *testing.T) {
 	}
 	calls := m.Take().Calls()
 	t.Logf("waited %v on the wait clock: %v", wc.Now().Sub(start), calls)
-	// The first check reads the member beside the head (markPolledRead);
-	// the four after it read the head alone.
-	if want := map[string]int{"UpdateItem": 1, "GetItem": 6}; !maps.Equal(calls, want) {
+	// The first check reads the member and its webhook beside the head
+	// (markPolledRead); the four after it read the head alone.
+	if want := map[string]int{"UpdateItem": 1, "GetItem": 7}; !maps.Equal(calls, want) {
 		t.Fatalf("a %v long poll made %v; want %v", wait, calls, want)
 	}
 }

@@ -378,27 +378,48 @@ func merge(a, b []Event, bound string, limit int) []Event {
 	return out
 }
 
-// headAndMember reads world's event head and awnID's member item side by
-// side: a poll's first round trip (NotJoined for a non-member). The member
-// as read tells the poll's record whether it changes presence
-// (markPolledRead), so that a poll that does is two round trips too.
-func (s *Service) headAndMember(ctx context.Context, world, awnID string) (string, Member, error) {
+// headAndMember reads world's event head, awnID's member item and its
+// webhook item side by side: a poll's first round trip (NotJoined for a
+// non-member). The member and webhook as read tell the poll's record
+// whether it changes presence (markPolledRead), so that a poll that does
+// is two round trips too — one after a silence not yet announced as well,
+// whether or not a webhook kept the member online. The webhook's read
+// costs every warm poll 1 read unit (docs/cost.md gives the choice).
+func (s *Service) headAndMember(ctx context.Context, world, awnID string) (string, polled, error) {
 	var head string
-	var herr error
+	var herr, werr error
+	var hook store.Item
 	var wg sync.WaitGroup
 	wg.Go(func() { head, herr = s.log.Head(ctx, world) })
+	wg.Go(func() {
+		hook, werr = s.store.Get(ctx, WebhookKey(world, awnID))
+		if errors.Is(werr, store.ErrNotFound) {
+			hook, werr = nil, nil
+		}
+	})
 	m, merr := s.readMember(ctx, world, awnID)
 	wg.Wait()
 	if herr != nil {
-		return "", Member{}, apierror.FromStore("read events", herr)
+		return "", polled{}, apierror.FromStore("read events", herr)
 	}
 	if errors.Is(merr, store.ErrNotFound) {
-		return "", Member{}, notJoined(world)
+		return "", polled{}, notJoined(world)
 	}
 	if merr != nil {
-		return "", Member{}, apierror.FromStore("read member", merr)
+		return "", polled{}, apierror.FromStore("read member", merr)
 	}
-	return head, m, nil
+	if werr != nil {
+		return "", polled{}, apierror.FromStore("read webhook", werr)
+	}
+	return head, polled{member: m, hook: hook, hookRead: true}, nil
+}
+
+// polled is what a poll's first round trip read of its member: the
+// member item and, when hookRead, its webhook item (nil: none).
+type polled struct {
+	member   Member
+	hook     store.Item
+	hookRead bool
 }
 
 // WaitEvents is Events as a long poll: it records the poll (MarkPolled),
@@ -471,7 +492,7 @@ func (s *Service) PollAs(ctx context.Context, world, awnID, keyID, after string,
 		}
 		pages = guard.Without(ctx)
 	} else {
-		var before Member
+		var before polled
 		head, before, err = s.headAndMember(ctx, world, awnID)
 		record = func() (Member, error) { return s.markPolledRead(ctx, before) }
 	}

@@ -38,11 +38,11 @@ func (s *Service) Follow(ctx context.Context, world, awnID, after string) (*Foll
 	if !validMember(world, awnID) {
 		return nil, notJoined(world)
 	}
-	head, before, err := s.headAndMember(ctx, world, awnID)
+	head, read, err := s.headAndMember(ctx, world, awnID)
 	if err != nil {
 		return nil, err
 	}
-	p, m, err := s.eventsAt(ctx, world, awnID, after, MaxEventLimit, head, func() (Member, error) { return s.markPolledRead(ctx, before) })
+	p, m, err := s.eventsAt(ctx, world, awnID, after, MaxEventLimit, head, func() (Member, error) { return s.markPolledRead(ctx, read) })
 	if err != nil {
 		return nil, err
 	}

@@ -1021,13 +1021,14 @@ func (s *Service) markPolledOffline(ctx context.Context, kept Member) (Member, e
 // steady update's, or the announcement's on the presence before showed
 // (a racing writer makes it fail, and the poll then records itself
 // alone).
-func (s *Service) markPolledRead(ctx context.Context, before Member) (Member, error) {
+func (s *Service) markPolledRead(ctx context.Context, read polled) (Member, error) {
 	now := s.now().UTC()
+	before := read.member
 	if steadyAt(before, now) {
 		return s.markPolledKept(ctx, before)
 	}
 	up := store.Update(MemberKey(before.World, before.AWNID)).SetAttr(attrLastPollAt, store.N(now.UnixNano()))
-	return s.pollChangedFrom(ctx, before.World, now, up, before)
+	return s.pollChangedFrom(ctx, before.World, now, up, read)
 }
 
 // steadyAt reports whether a poll of m at now changes nothing but its
@@ -1051,16 +1052,17 @@ func (s *Service) pollChanged(ctx context.Context, world string, now time.Time, 
 	if err != nil {
 		return Member{}, internal(err)
 	}
-	return s.pollChangedFrom(ctx, world, now, up, before)
+	return s.pollChangedFrom(ctx, world, now, up, polled{member: before})
 }
 
 // pollChangedFrom is the presence a poll at now changes, from the member
-// as it was (before): up is the poll's record, written alone when nothing
+// as it was (read): up is the poll's record, written alone when nothing
 // is announced.
-func (s *Service) pollChangedFrom(ctx context.Context, world string, now time.Time, up store.Action, before Member) (Member, error) {
+func (s *Service) pollChangedFrom(ctx context.Context, world string, now time.Time, up store.Action, read polled) (Member, error) {
+	before := read.member
 	// A poll after a silence the member item shows not announced.
 	if before.Announced == PresenceOnline && !before.RegistryOffline {
-		h, done, err := s.pollAfterSilence(ctx, before, now)
+		h, done, err := s.pollAfterSilence(ctx, read, now)
 		if err != nil {
 			return Member{}, err
 		}

@@ -447,20 +447,28 @@ func silenceSince(m Member) time.Time {
 //
 // Every input of the rule is a condition of that write: the member still
 // announced online, its registration online, its poll and stream lease
-// still as stale at now, and its webhook absent — it is taken to be, as
-// a poller's usually is; when it is not, the failed condition returns it
-// and the decision is made again on it, its own attributes and the
-// member's probe outcomes then held as read (three round trips). When
-// the webhook answered, the member stayed online: not done, and h is the
+// still as stale at now, and its webhook as read — absent, or with the
+// attributes that decide whether it answered, and the member's probe
+// outcomes, unchanged. A warm poll read the webhook beside the member
+// (read.hookRead). Otherwise the webhook is taken to be absent, as a
+// poller's usually is; when it is not, the failed condition returns it
+// and the decision is made again on it (three round trips). When the
+// webhook answered, the member stayed online: not done, and h is the
 // webhook for the caller's decision. When the member changed under the
 // poll (a racing poll, a sweep's announcement), not done, with h read
 // again: the caller announces what is left on the presence conditions of
 // its own writes.
-func (s *Service) pollAfterSilence(ctx context.Context, before Member, now time.Time) (h Hook, done bool, err error) {
+func (s *Service) pollAfterSilence(ctx context.Context, read polled, now time.Time) (h Hook, done bool, err error) {
+	before := read.member
 	if PresenceOf(before, Hook{}, now) == PresenceOnline {
 		return Hook{}, false, nil // its stream is open: no webhook decides
 	}
-	var hit store.Item // nil: the webhook taken to be absent
+	hit := read.hook // nil: absent, as read or as taken to be
+	if read.hookRead {
+		if h := decodeHook(hit); PresenceOf(before, h, now) == PresenceOnline {
+			return h, false, nil
+		}
+	}
 	for range 2 {
 		ok, found, err := s.commitSilence(ctx, before, hit, now)
 		switch {

@@ -166,14 +166,14 @@ func TestRequestCost(t *testing.T) {
 		// probe's own read of it; then the probe recorded (UpdateItem).
 		{"ping", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, bID), 200, map[string]int{"GetItem": 5, "PutItem": 1, "UpdateItem": 2}, 2, "", false},
 		{"act", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 3, "PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}, 2, "", false},
-		// b's first poll: the head and b's member item side by side
-		// (beside the guard's checks and nonce); the member is not
-		// online, so its presence.changed (online) is committed beside
-		// the pages.
-		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 4, "PutItem": 1, "Query": 2, "TransactWriteItems": 1}, 2, "", false},
-		// b's second poll: nothing changes, the head and the member,
-		// then the record beside the pages.
-		{"events (again)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 4, "PutItem": 1, "Query": 2, "UpdateItem": 1}, 2, "", false},
+		// b's first poll: the head, b's member item and its webhook side
+		// by side (beside the guard's checks and nonce); the member is
+		// not online, so its presence.changed (online) is committed
+		// beside the pages.
+		{"events (wait=0)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 5, "PutItem": 1, "Query": 2, "TransactWriteItems": 1}, 2, "", false},
+		// b's second poll: nothing changes, the head, the member and its
+		// webhook, then the record beside the pages.
+		{"events (again)", "events", b, "GET", "/v0/worlds/cost/events", "", 200, map[string]int{"GetItem": 5, "PutItem": 1, "Query": 2, "UpdateItem": 1}, 2, "", false},
 		{"leave", "leave", b, "POST", "/v0/worlds/cost/leave", "", 200, map[string]int{"GetItem": 4, "PutItem": 1, "Query": 1, "TransactWriteItems": 1}, 2, "", false},
 		{"join (a third agent)", "join", c, "POST", "/v0/worlds/cost/join", joinBody(c), 201, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 3, "TransactWriteItems": 1, "UpdateItem": 1}, 2, "", false},
 		// Cold: each on an instance that has not seen the key. The member
