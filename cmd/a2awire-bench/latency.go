@@ -278,7 +278,7 @@ func percentiles(ms []float64) (p50, p99 float64) {
 	return ms[n/2], ms[min(n-1, n*99/100)]
 }
 
-// latencyRows are rows 7a–7v: each world route's p50/p99 end to end
+// latencyRows are rows 7a–7zn: each signed or public route's p50/p99 end to end
 // through the harness (gateway stand-in, Lambda stand-in, handler) on
 // DynamoDB Local behind a proxy adding proxyMS to every call, with the
 // sequential round trips of its critical path (shared/store/roundtrips),
@@ -360,6 +360,8 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		}},
 		{"7v", "world webhook show (a member without a webhook: 404)", "world-webhook-show", 404, fixed(b.key, "GET", "/v0/worlds/lobby/webhook", "")},
 	}
+	sr := &signedRoutes{base: func() string { return srvURL }, buyer: newWorldMember(75), hooked: newWorldMember(76)}
+	routesMeasured = append(routesMeasured, sr.routes(fresh)...)
 	var rows []Row
 	for _, r := range routesMeasured {
 		rows = append(rows, Row{ID: r.id, Name: fmt.Sprintf("latency over a %v store: %s", proxy, r.name), Target: "≤ 2 sequential round trips", Method: method})
@@ -407,6 +409,10 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 	}
 	if st, body, err := httpSigned(ctx, srv.URL, a.key, "PUT", "/v0/worlds/bench-owned", fmt.Sprintf(`{"publicKey":%q,"name":"Bench"}`, a.publicKey())); err != nil || (st != 200 && st != 201) {
 		return fail(fmt.Errorf("create bench-owned: %d %s %v", st, body, err))
+	}
+	sr.operator = h.NetworkKey()
+	if err := sr.setUp(ctx, rt, joinFresh); err != nil {
+		return fail(fmt.Errorf("set up the signed routes' rows: %w", err))
 	}
 	for i, r := range routesMeasured {
 		s, err := measureRoute(ctx, srv.URL, r, m, rt, px, n)

@@ -465,6 +465,12 @@ func reached(e Escrow, s State) bool {
 // apply runs p against the escrow until its write commits, it is a repeat,
 // or it is refused.
 func (s *Service) apply(ctx context.Context, id, by string, p plan) (Escrow, error) {
+	return s.applyFrom(ctx, id, by, nil, p)
+}
+
+// applyFrom is apply whose first round decides on first, the escrow as
+// its caller read it, instead of reading it again.
+func (s *Service) applyFrom(ctx context.Context, id, by string, first *Escrow, p plan) (Escrow, error) {
 	var lastErr error
 	for n := 0; n < attempts; n++ {
 		if n > 0 {
@@ -476,8 +482,11 @@ func (s *Service) apply(ctx context.Context, id, by string, p plan) (Escrow, err
 			case <-time.After(d):
 			}
 		}
-		e, err := s.Get(ctx, id)
-		if err != nil {
+		var e Escrow
+		var err error
+		if first != nil {
+			e, first = *first, nil
+		} else if e, err = s.Get(ctx, id); err != nil {
 			return Escrow{}, err
 		}
 		done, st, err := p(e)
@@ -689,7 +698,10 @@ func (s *Service) Verify(ctx context.Context, id, caller string) (Escrow, error)
 	}
 	judged := s.judge(ctx, e)
 	read := e
-	return s.apply(ctx, id, caller, func(e Escrow) (bool, step, error) {
+	// The escrow as read before the invocation is the first round's: the
+	// write is conditioned on its state and version, so a verify or a
+	// refund that moved it meanwhile makes it fail and read again.
+	return s.applyFrom(ctx, id, caller, &read, func(e Escrow) (bool, step, error) {
 		if reached(e, Delivered) {
 			return true, step{}, nil
 		}

@@ -55,6 +55,7 @@ type deps struct {
 	log        *slog.Logger
 	st         store.Store
 	reg        *registry.Registry
+	lookup     *registry.KeyLookup
 	svc        *escrow.Service
 	networkKey ed25519.PublicKey
 	operator   string
@@ -74,6 +75,7 @@ func newDeps(env function.Env) (*deps, error) {
 		d.log.Warn(env.Name + ": the network key is not set, so no one is the operator (grants and dispute resolutions are refused)")
 	}
 	d.reg = registry.New(st, opts...)
+	d.lookup = d.reg.NewKeyLookup()
 	var window time.Duration
 	if v := env.Env("DISPUTE_WINDOW"); v != "" {
 		if window, err = time.ParseDuration(v); err != nil || window <= 0 {
@@ -120,14 +122,7 @@ func (d *deps) keys(ctx context.Context, keyID string) (ed25519.PublicKey, error
 	if d.networkKey != nil && auth.KeyID(d.networkKey) == keyID {
 		return d.networkKey, nil
 	}
-	pub, err := d.reg.LookupKey(ctx, keyID)
-	if err != nil {
-		if apierror.KindOf(err) == apierror.NotFound {
-			return nil, fmt.Errorf("escrow key lookup: %w", auth.ErrUnknownKey)
-		}
-		return nil, err
-	}
-	return pub, nil
+	return d.lookup.Lookup(ctx, keyID)
 }
 
 func (d *deps) dispatcher(fn string, now func() time.Time, routes map[string]access.Route) (http.Handler, error) {

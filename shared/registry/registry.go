@@ -545,19 +545,61 @@ func (r *Registry) Get(ctx context.Context, name string) (Agent, error) {
 	return a, err
 }
 
+// Revision is a profile as read, with the revision a change of it is
+// conditioned on: what Read returns, so that a read made for another
+// check (an owner route's) serves the change that follows
+// (SetPresenceFrom, UnregisterFrom).
+type Revision struct {
+	Agent Agent
+	rev   int64
+}
+
+// Read is Get with the profile's revision (1 strongly consistent Get).
+func (r *Registry) Read(ctx context.Context, name string) (Revision, error) {
+	if !nameShape.Match(name) {
+		return Revision{}, notFound(name)
+	}
+	a, rev, err := r.read(ctx, name)
+	return Revision{Agent: a, rev: rev}, err
+}
+
+// reader is the profile read of a change's attempts: the first takes
+// first when it is set (read for the same request), the others read.
+func (r *Registry) reader(name string, first *Revision) func(context.Context) (Agent, int64, error) {
+	return func(ctx context.Context) (Agent, int64, error) {
+		if first != nil {
+			f := *first
+			first = nil
+			return f.Agent, f.rev, nil
+		}
+		return r.read(ctx, name)
+	}
+}
+
 // SetPresence sets name's presence; key must be the key that owns the name
 // (Forbidden otherwise). Setting the presence it already has writes
 // nothing. Cost: 1 Get, plus 1 Write of 1 + capabilities Puts when it
 // changes.
 func (r *Registry) SetPresence(ctx context.Context, name string, key ed25519.PublicKey, s Status) (Agent, error) {
+	return r.setPresence(ctx, name, nil, key, s)
+}
+
+// SetPresenceFrom is SetPresence of the profile as read (Read): no Get
+// unless the profile changed since, which its write's condition finds.
+func (r *Registry) SetPresenceFrom(ctx context.Context, read Revision, key ed25519.PublicKey, s Status) (Agent, error) {
+	return r.setPresence(ctx, read.Agent.Name, &read, key, s)
+}
+
+func (r *Registry) setPresence(ctx context.Context, name string, first *Revision, key ed25519.PublicKey, s Status) (Agent, error) {
 	if s != Online && s != Offline {
 		return Agent{}, apierror.New(apierror.Invalid, "status must be \"online\" or \"offline\", not %s", apierror.Quote(string(s)))
 	}
 	if !nameShape.Match(name) {
 		return Agent{}, notFound(name)
 	}
+	read := r.reader(name, first)
 	for range maxAttempts {
-		cur, rev, err := r.read(ctx, name)
+		cur, rev, err := read(ctx)
 		if err != nil {
 			return Agent{}, err
 		}
@@ -599,11 +641,22 @@ func (r *Registry) isShared(key ed25519.PublicKey) bool {
 // names). It returns the profile as it was. Cost: 1 Get and 1 Write of
 // 3 + capabilities Deletes.
 func (r *Registry) Unregister(ctx context.Context, name string, key ed25519.PublicKey) (Agent, error) {
+	return r.unregister(ctx, name, nil, key)
+}
+
+// UnregisterFrom is Unregister of the profile as read (Read): no Get
+// unless the profile changed since, which its write's condition finds.
+func (r *Registry) UnregisterFrom(ctx context.Context, read Revision, key ed25519.PublicKey) (Agent, error) {
+	return r.unregister(ctx, read.Agent.Name, &read, key)
+}
+
+func (r *Registry) unregister(ctx context.Context, name string, first *Revision, key ed25519.PublicKey) (Agent, error) {
 	if !nameShape.Match(name) {
 		return Agent{}, notFound(name)
 	}
+	read := r.reader(name, first)
 	for range maxAttempts {
-		cur, rev, err := r.read(ctx, name)
+		cur, rev, err := read(ctx)
 		if err != nil {
 			return Agent{}, err
 		}

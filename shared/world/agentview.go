@@ -221,36 +221,133 @@ func (s *Service) viewRow(ctx context.Context, awnID, sk string) (AgentWorld, bo
 }
 
 // SetRegistryPresence carries a registration's presence to every world
-// awnID joined: offline sets registryOffline on each membership (which
-// overrides every other sign of presence), online clears it, and where the
-// presence the world announced changes, presence.changed is committed with
-// the update. Cost: 1 Query per 100 joined worlds, then per world 1 GetItem
-// (member) and 1 GetItem (webhook), plus 1 commit where presence changed
-// and 1 UpdateItem where it did not.
+// awnID joined (JoinedWorlds, then SetRegistryPresenceIn).
 func (s *Service) SetRegistryPresence(ctx context.Context, awnID string, offline bool) error {
-	if !ValidAWNID(awnID) {
-		return nil // no such agent can have joined a world
+	worlds, err := s.JoinedWorlds(ctx, awnID)
+	if err != nil {
+		return err
 	}
+	return s.SetRegistryPresenceIn(ctx, awnID, worlds, offline, nil)
+}
+
+// JoinedWorlds lists the worlds awnID joined, from its index: 1 Query per
+// 100. The registry runs it beside its own write of a presence change, so
+// that carrying the change to the worlds adds one round trip less.
+func (s *Service) JoinedWorlds(ctx context.Context, awnID string) ([]string, error) {
+	if !ValidAWNID(awnID) {
+		return nil, nil // no such agent can have joined a world
+	}
+	var worlds []string
 	q := store.Query{PK: AgentPK(awnID), SK: store.SKPrefix(joinedPrefix), Limit: MaxListLimit}
 	for {
 		page, err := s.store.Query(ctx, q)
 		if err != nil {
-			return apierror.FromStore("list the agent's worlds", err)
+			return nil, apierror.FromStore("list the agent's worlds", err)
 		}
 		for _, it := range page.Items {
-			w := strings.TrimPrefix(it.Key().SK, joinedPrefix)
-			if err := s.setRegistryPresence(ctx, w, awnID, offline); err != nil {
-				return err
-			}
+			worlds = append(worlds, strings.TrimPrefix(it.Key().SK, joinedPrefix))
 		}
 		if page.Cursor == "" || len(page.Items) == 0 {
-			return nil
+			return worlds, nil
 		}
 		q.Cursor = page.Cursor
 	}
 }
 
-func (s *Service) setRegistryPresence(ctx context.Context, world, awnID string, offline bool) error {
+// registryFanOut bounds the worlds SetRegistryPresenceIn changes at once.
+const registryFanOut = 16
+
+// SetRegistryPresenceIn carries a registration's presence to worlds, the
+// worlds awnID joined: offline sets registryOffline on each membership
+// (which overrides every other sign of presence), online clears it, and
+// where the presence the world announced changes, presence.changed is
+// committed with the update. The worlds change side by side (up to
+// registryFanOut at once), each in 2 round trips: its member and webhook
+// read together (or taken from read, ReadPresenceIn's, which the registry
+// runs beside its own write), then 1 commit where presence changed or 1
+// UpdateItem where it did not; each write is conditioned on what it
+// decided from, so a member changed since is read again. It returns the
+// first error, after every world was tried; retrying finishes what an
+// error cut short.
+func (s *Service) SetRegistryPresenceIn(ctx context.Context, awnID string, worlds []string, offline bool, read *PresenceReads) error {
+	return fanOut(worlds, func(_ int, w string) error {
+		var first *memberHook
+		if read != nil {
+			if mh, ok := read.byWorld[w]; ok && mh.err == nil {
+				first = &mh
+			}
+		}
+		return s.setRegistryPresence(ctx, w, awnID, offline, first)
+	})
+}
+
+// fanOut runs f for every world (and its index), up to registryFanOut at
+// once, and returns the first error in the worlds' order.
+func fanOut(worlds []string, f func(int, string) error) error {
+	errs := make([]error, len(worlds))
+	sem := make(chan struct{}, registryFanOut)
+	var wg sync.WaitGroup
+	for i, w := range worlds {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = f(i, w)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PresenceReads are the member and webhook items of an agent in the
+// worlds it joined, as ReadPresenceIn read them.
+type PresenceReads struct {
+	byWorld map[string]memberHook
+}
+
+// memberHook is a member and its webhook as read together (a member gone
+// is err ErrNotFound).
+type memberHook struct {
+	m   Member
+	h   Hook
+	err error
+}
+
+// ReadPresenceIn reads awnID's member and webhook items in each of worlds
+// side by side (1 round trip), for SetRegistryPresenceIn: a read that
+// failed is made again there.
+func (s *Service) ReadPresenceIn(ctx context.Context, awnID string, worlds []string) *PresenceReads {
+	reads := make([]memberHook, len(worlds))
+	_ = fanOut(worlds, func(i int, w string) error {
+		reads[i] = s.readMemberHook(ctx, w, awnID)
+		return nil
+	})
+	pr := &PresenceReads{byWorld: make(map[string]memberHook, len(worlds))}
+	for i, w := range worlds {
+		pr.byWorld[w] = reads[i]
+	}
+	return pr
+}
+
+// readMemberHook reads awnID's member and webhook in world side by side.
+func (s *Service) readMemberHook(ctx context.Context, world, awnID string) memberHook {
+	var h Hook
+	var herr error
+	var wg sync.WaitGroup
+	wg.Go(func() { h, herr = s.readHook(ctx, world, awnID) })
+	m, err := s.readMember(ctx, world, awnID)
+	wg.Wait()
+	if err == nil && herr != nil {
+		err = apierror.FromStore("read webhook", herr)
+	}
+	return memberHook{m: m, h: h, err: err}
+}
+
+func (s *Service) setRegistryPresence(ctx context.Context, world, awnID string, offline bool, first *memberHook) error {
 	set := func(a store.Action) store.Action {
 		if offline {
 			return a.SetAttr(attrRegistryOffline, store.Bool(true))
@@ -258,16 +355,18 @@ func (s *Service) setRegistryPresence(ctx context.Context, world, awnID string, 
 		return a.Del(attrRegistryOffline)
 	}
 	for range moderationAttempts {
-		m, err := s.readMember(ctx, world, awnID)
+		var mh memberHook
+		if first != nil {
+			mh, first = *first, nil
+		} else {
+			mh = s.readMemberHook(ctx, world, awnID)
+		}
+		m, h, err := mh.m, mh.h, mh.err
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // left meanwhile
 		}
 		if err != nil {
 			return apierror.FromStore("read member", err)
-		}
-		h, err := s.readHook(ctx, world, awnID)
-		if err != nil {
-			return apierror.FromStore("read webhook", err)
 		}
 		next := m
 		next.RegistryOffline = offline

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/access"
@@ -77,6 +78,9 @@ type Options struct {
 type handler struct {
 	log *slog.Logger
 	reg *registry.Registry
+	// keys finds an owner route's signing key, remembering those
+	// verified here (registry.KeyLookup).
+	keys *registry.KeyLookup
 	// worlds carries a registration's presence to the worlds its agent
 	// joined (world.Service.SetRegistryPresence).
 	worlds     *world.Service
@@ -134,13 +138,14 @@ func New(o Options) (http.Handler, error) {
 		baseURL:    base,
 		a2aBaseURL: a2aBase,
 	}
+	h.keys = h.reg.NewKeyLookup()
 	d, err := access.New(access.Config{
 		Function: Function,
 		Routes: map[string]access.Route{
 			"POST /api/v1/agents":                                {Handler: h.fn(h.register), BodyKey: registerKey},
 			"GET /api/v1/agents":                                 {Handler: h.fn(h.discover)},
 			"GET /api/v1/agents/{name}":                          {Handler: h.fn(h.profile)},
-			"PUT /api/v1/agents/{name}/presence":                 {Handler: h.fn(h.presence), Owns: h.owns},
+			"PUT /api/v1/agents/{name}/presence":                 {Handler: h.fn(h.presence), Owns: h.ownsWithWorlds},
 			"DELETE /api/v1/agents/{name}":                       {Handler: h.fn(h.unregister), Owns: h.owns},
 			"GET /api/v1/keys/{keyid}":                           {Handler: h.fn(h.key)},
 			"GET /.well-known/http-message-signatures-directory": {Handler: h.fn(h.networkDirectory)},
@@ -204,24 +209,52 @@ func registerKey(r *http.Request) (ed25519.PublicKey, error) {
 // lookupKey is the stored-key lookup of owner routes: a registered key by
 // its keyid.
 func (h *handler) lookupKey(ctx context.Context, keyID string) (ed25519.PublicKey, error) {
-	pub, err := h.reg.LookupKey(ctx, keyID)
-	if err != nil {
-		if apierror.KindOf(err) == apierror.NotFound {
-			return nil, fmt.Errorf("registry key lookup: %w", auth.ErrUnknownKey)
-		}
-		return nil, err
-	}
-	return pub, nil
+	return h.keys.Lookup(ctx, keyID)
 }
 
 // owns: the name in the path is bound to the signing key. A name that is
-// not registered is 404, as for everyone.
+// not registered is 404, as for everyone. The profile it read is kept for
+// the handler's change (owned), which is conditioned on it.
 func (h *handler) owns(ctx context.Context, params map[string]string, id access.Identity) (bool, error) {
-	a, err := h.reg.Get(ctx, params["name"])
+	read, err := h.reg.Read(ctx, params["name"])
 	if err != nil {
 		return false, err
 	}
-	return a.KeyID == id.KeyID, nil
+	access.Remember(ctx, ownedKey(params["name"]), read)
+	return read.Agent.KeyID == id.KeyID, nil
+}
+
+// ownsWithWorlds is owns for a change carried to the worlds the agent
+// joined (presence): their listing runs beside the profile's read, so the
+// change's first reads of those worlds go beside its write.
+func (h *handler) ownsWithWorlds(ctx context.Context, params map[string]string, id access.Identity) (bool, error) {
+	var worlds []string
+	var werr error
+	var wg sync.WaitGroup
+	wg.Go(func() { worlds, werr = h.worlds.JoinedWorlds(ctx, auth.AWNID(id.PublicKey)) })
+	ok, err := h.owns(ctx, params, id)
+	wg.Wait()
+	if err == nil && werr == nil {
+		access.Remember(ctx, joinedKey(params["name"]), worlds)
+	}
+	return ok, err
+}
+
+// ownedKey and joinedKey are the request memo's keys of the profile owns
+// read and of the worlds ownsWithWorlds listed.
+type (
+	ownedKey  string
+	joinedKey string
+)
+
+// owned returns the profile owns read in this request for name.
+func owned(ctx context.Context, name string) (registry.Revision, bool) {
+	v, ok := access.Recall(ctx, ownedKey(name))
+	if !ok {
+		return registry.Revision{}, false
+	}
+	read, ok := v.(registry.Revision)
+	return read, ok
 }
 
 // register binds a name to the signing key (201) or updates the owner's
@@ -245,6 +278,7 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	h.keys.Remember(id.PublicKey) // verified, and now registered
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -314,13 +348,19 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return apierror.New(apierror.Unauthorized, "request is not signed")
 	}
-	a, err := h.reg.SetPresence(r.Context(), access.Param(r, "name"), id.PublicKey, registry.Status(b.Status))
+	// Offline overrides the agent's presence in every world it joined;
+	// online lifts that. Retrying the PUT finishes a fan-out cut short.
+	a, worlds, reads, err := h.change(r, id, func(registry.Revision) bool { return true },
+		func(read registry.Revision) (registry.Agent, error) {
+			return h.reg.SetPresenceFrom(r.Context(), read, id.PublicKey, registry.Status(b.Status))
+		},
+		func() (registry.Agent, error) {
+			return h.reg.SetPresence(r.Context(), access.Param(r, "name"), id.PublicKey, registry.Status(b.Status))
+		})
 	if err != nil {
 		return err
 	}
-	// Offline overrides the agent's presence in every world it joined;
-	// online lifts that. Retrying the PUT finishes a fan-out cut short.
-	if err := h.worlds.SetRegistryPresence(r.Context(), a.AWNID, a.Status == registry.Offline); err != nil {
+	if err := h.worlds.SetRegistryPresenceIn(r.Context(), a.AWNID, worlds, a.Status == registry.Offline, reads); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
@@ -341,17 +381,64 @@ func (h *handler) unregister(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return apierror.New(apierror.Unauthorized, "request is not signed")
 	}
-	a, err := h.reg.Unregister(r.Context(), access.Param(r, "name"), id.PublicKey)
+	// An offline agent's override is lifted in its worlds.
+	a, worlds, reads, err := h.change(r, id, func(read registry.Revision) bool { return read.Agent.Status == registry.Offline },
+		func(read registry.Revision) (registry.Agent, error) {
+			return h.reg.UnregisterFrom(r.Context(), read, id.PublicKey)
+		},
+		func() (registry.Agent, error) {
+			return h.reg.Unregister(r.Context(), access.Param(r, "name"), id.PublicKey)
+		})
 	if err != nil {
 		return err
 	}
 	if a.Status == registry.Offline {
-		if err := h.worlds.SetRegistryPresence(r.Context(), a.AWNID, false); err != nil {
+		if err := h.worlds.SetRegistryPresenceIn(r.Context(), a.AWNID, worlds, false, reads); err != nil {
 			return err
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
 	return nil
+}
+
+// change makes an owner route's change of the profile in its path: from
+// the profile owns read (from), else reading it (fresh). When the change
+// is carried to the worlds the agent joined (fanOut, asked of the profile
+// as read), what that needs first goes beside the change's write: the
+// worlds' member and webhook reads when ownsWithWorlds listed the worlds,
+// else their listing. Both are of the signing key's agent, the only one
+// the change can be of (the registry refuses any other key).
+func (h *handler) change(r *http.Request, id access.Identity, fanOut func(registry.Revision) bool,
+	from func(registry.Revision) (registry.Agent, error), fresh func() (registry.Agent, error)) (registry.Agent, []string, *world.PresenceReads, error) {
+	ctx, name := r.Context(), access.Param(r, "name")
+	read, ok := owned(ctx, name)
+	if !ok {
+		a, err := fresh()
+		if err != nil || !fanOut(registry.Revision{Agent: a}) {
+			return a, nil, nil, err
+		}
+		worlds, err := h.worlds.JoinedWorlds(ctx, a.AWNID)
+		return a, worlds, nil, err
+	}
+	var worlds []string
+	var reads *world.PresenceReads
+	var werr error
+	var wg sync.WaitGroup
+	if fanOut(read) {
+		awnID := auth.AWNID(id.PublicKey)
+		if v, listed := access.Recall(ctx, joinedKey(name)); listed {
+			worlds = v.([]string)
+			wg.Go(func() { reads = h.worlds.ReadPresenceIn(ctx, awnID, worlds) })
+		} else {
+			wg.Go(func() { worlds, werr = h.worlds.JoinedWorlds(ctx, awnID) })
+		}
+	}
+	a, err := from(read)
+	wg.Wait()
+	if err != nil {
+		return registry.Agent{}, nil, nil, err
+	}
+	return a, worlds, reads, werr
 }
 
 // key serves a registered key as a Web Bot Auth key directory.
