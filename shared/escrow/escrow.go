@@ -156,11 +156,15 @@ type Escrow struct {
 	// ProviderAccount the awnId of the key that registered it (paid on
 	// release).
 	Buyer, Provider, ProviderAccount string
-	Capability                       string
-	Input                            json.RawMessage
-	Amount                           int64
-	Deadline                         time.Time
-	CreatedAt                        time.Time
+	// ProviderEndpoint is where the provider answered when the escrow
+	// was created (empty on escrows created before it was kept): verify
+	// invokes it when the registry still says so (ProviderChecks).
+	ProviderEndpoint string
+	Capability       string
+	Input            json.RawMessage
+	Amount           int64
+	Deadline         time.Time
+	CreatedAt        time.Time
 	// Output and OutputSHA256 are set once delivered.
 	Output       json.RawMessage
 	OutputSHA256 string
@@ -185,6 +189,16 @@ type Provider struct {
 // Providers finds a provider by registry name; NotFound when none.
 type Providers interface {
 	Provider(ctx context.Context, name string) (Provider, error)
+}
+
+// ProviderChecks is what Providers may also do: give the condition that
+// provider name is still registered at endpoint, for a write to carry. A
+// verify then invokes the endpoint its escrow kept from its creation
+// without reading the provider first, and its write holds that the
+// registry still names that endpoint (when not, it reads the provider and
+// invokes again, with the escrow's id as the task id: idempotent).
+type ProviderChecks interface {
+	Unchanged(name, endpoint string) store.Action
 }
 
 // Invoker invokes a provider's endpoint with a task id.
@@ -264,6 +278,7 @@ const (
 	aBuyer    = "buyer"
 	aProvider = "provider"
 	aPAccount = "providerAccount"
+	aPEnd     = "providerEndpoint"
 	aCap      = "capability"
 	aInput    = "input"
 	aAmount   = "amount"
@@ -346,7 +361,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Escrow, error) {
 	tr := Transition{From: "", To: Created, By: in.Buyer, At: now.UTC()}
 	item := store.Item{
 		aType: store.S("escrow"), aID: store.S(id), aState: store.S(string(Created)), aVersion: store.N(1),
-		aBuyer: store.S(e.Buyer), aProvider: store.S(e.Provider), aPAccount: store.S(e.ProviderAccount),
+		aBuyer: store.S(e.Buyer), aProvider: store.S(e.Provider), aPAccount: store.S(e.ProviderAccount), aPEnd: store.S(p.Endpoint),
 		aCap: store.S(e.Capability), aInput: store.S(string(input)), aAmount: store.N(e.Amount),
 		aDeadline: store.N(e.Deadline.Unix()), aCreated: store.N(now.UnixNano()),
 	}
@@ -422,7 +437,7 @@ func notFound() error { return apierror.New(apierror.NotFound, "no such escrow")
 func decode(it store.Item) Escrow {
 	num := func(n string) int64 { v, _ := it.Int(n); return v }
 	e := Escrow{ID: it.Str(aID), State: State(it.Str(aState)), Buyer: it.Str(aBuyer), Provider: it.Str(aProvider),
-		ProviderAccount: it.Str(aPAccount), Capability: it.Str(aCap), Input: json.RawMessage(it.Str(aInput)),
+		ProviderAccount: it.Str(aPAccount), ProviderEndpoint: it.Str(aPEnd), Capability: it.Str(aCap), Input: json.RawMessage(it.Str(aInput)),
 		Amount: num(aAmount), Deadline: time.Unix(num(aDeadline), 0).UTC(), CreatedAt: time.Unix(0, num(aCreated)).UTC(),
 		OutputSHA256: it.Str(aSHA), Status: int(num(aStatus)), Reason: it.Str(aReason), Version: num(aVersion)}
 	if o := it.Str(aOutput); o != "" {
@@ -442,6 +457,8 @@ type step struct {
 	remove []string
 	// transfer moves money in the same transaction (nil: none).
 	transfer *credits.Transfer
+	// check is a condition the write carries (Kind 0: none).
+	check store.Action
 }
 
 // plan decides a transition on e as read: done (a repeat: return e), or
@@ -533,6 +550,8 @@ func (s *Service) commit(ctx context.Context, e Escrow, by string, st step) (Esc
 	var err error
 	if st.transfer != nil {
 		err = s.ledger.Move(ctx, *st.transfer, upd, tr)
+	} else if st.check.Kind != 0 {
+		_, err = s.st.Write(ctx, upd, tr, st.check)
 	} else {
 		_, err = s.st.Write(ctx, upd, tr)
 	}
@@ -696,12 +715,24 @@ func (s *Service) Verify(ctx context.Context, id, caller string) (Escrow, error)
 	if s.invoker == nil || s.providers == nil {
 		return Escrow{}, errors.New("escrow: no invoker")
 	}
-	judged := s.judge(ctx, e)
-	read := e
+	// The endpoint the escrow kept is invoked when the registry can be
+	// asked, in the write, whether it still names it: no provider read
+	// before the invocation.
+	kept := ""
+	pc, ok := s.providers.(ProviderChecks)
+	if ok && e.ProviderEndpoint != "" {
+		kept = e.ProviderEndpoint
+	}
+	judged := s.judge(ctx, e, kept)
+	if kept != "" {
+		judged.check = pc.Unchanged(e.Provider, kept)
+	}
+	read, rounds := e, 0
 	// The escrow as read before the invocation is the first round's: the
 	// write is conditioned on its state and version, so a verify or a
 	// refund that moved it meanwhile makes it fail and read again.
 	return s.applyFrom(ctx, id, caller, &read, func(e Escrow) (bool, step, error) {
+		rounds++
 		if reached(e, Delivered) {
 			return true, step{}, nil
 		}
@@ -713,23 +744,33 @@ func (s *Service) Verify(ctx context.Context, id, caller string) (Escrow, error)
 			}
 			return false, step{}, invalid(e, "verify")
 		}
+		if rounds > 1 && judged.check.Kind != 0 {
+			// The write failed with the escrow unchanged: the registry
+			// no longer names the endpoint invoked. Where the provider
+			// is now decides (read, then invoked).
+			judged = s.judge(ctx, e, "")
+		}
 		return false, judged, nil
 	})
 }
 
-// judge invokes the provider and turns its answer into the step.
-func (s *Service) judge(ctx context.Context, e Escrow) step {
+// judge invokes the provider and turns its answer into the step: at
+// endpoint when set, else where the registry says the provider is now.
+func (s *Service) judge(ctx context.Context, e Escrow, endpoint string) step {
 	failed := func(status int, reason string) step {
 		if len(reason) > 1000 {
 			reason = reason[:1000]
 		}
 		return step{to: Failed, set: store.Item{aStatus: store.N(int64(status)), aReason: store.S(reason)}}
 	}
-	p, err := s.providers.Provider(ctx, e.Provider)
-	if err != nil {
-		return failed(0, "the provider is no longer registered")
+	if endpoint == "" {
+		p, err := s.providers.Provider(ctx, e.Provider)
+		if err != nil {
+			return failed(0, "the provider is no longer registered")
+		}
+		endpoint = p.Endpoint
 	}
-	status, header, body, err := s.invoker.Invoke(ctx, p.Endpoint, protocol.Request{Task: e.Capability, Input: e.Input}, e.ID)
+	status, header, body, err := s.invoker.Invoke(ctx, endpoint, protocol.Request{Task: e.Capability, Input: e.Input}, e.ID)
 	if err != nil && status == 0 {
 		return failed(0, "the provider could not be reached: "+err.Error())
 	}

@@ -102,6 +102,12 @@ func (p providers) Provider(ctx context.Context, name string) (escrow.Provider, 
 	return escrow.Provider{Endpoint: a.Endpoint, Account: a.AWNID, Capabilities: a.Capabilities}, nil
 }
 
+// Unchanged holds that name is still registered at endpoint
+// (escrow.ProviderChecks).
+func (p providers) Unchanged(name, endpoint string) store.Action {
+	return registry.EndpointIs(name, endpoint)
+}
+
 // invoker invokes through the protocol client, whose HTTP client holds
 // the egress policy.
 type invoker struct{ c *protocol.Client }

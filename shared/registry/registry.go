@@ -275,6 +275,12 @@ func capKey(name, capability string) store.Key {
 	return store.Key{PK: agentPrefix + name, SK: capSKPrefix + capability}
 }
 
+// EndpointIs is the condition, for a write to carry, that name is
+// registered with endpoint: its profile item exists and names it.
+func EndpointIs(name, endpoint string) store.Action {
+	return store.Check(ProfileKey(name), store.And(store.ItemExists(), store.Eq(attrEndpoint, store.S(endpoint))))
+}
+
 // KeyKey is the key of the key item of keyid.
 func KeyKey(keyID string) store.Key { return store.Key{PK: keyPrefix + keyID, SK: keySK} }
 
