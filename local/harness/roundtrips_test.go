@@ -39,9 +39,11 @@ func (silentFeed) Commit(context.Context, string, string) error { return nil }
 // again on a warm instance: that it is still registered rides in the
 // request's guard, and a key unregistered since is refused (401). An
 // escrow's verify invokes the endpoint the escrow kept, its write holding
-// that the registry still names it. One route is pinned above 2, for the
-// reason docs/cost.md gives: a presence change carried to a world the
-// agent joined (the world's write follows what it reads of the member).
+// that the registry still names it. A presence change carried to the
+// worlds the agent joined is 2 when this instance saw those worlds before
+// (it reads their members beside its first read, and writes them beside
+// the registry's write), and 3 the first time after a join (the members
+// are read once the worlds are listed).
 func TestSignedRoutesRoundTrips(t *testing.T) {
 	st := memory.New()
 	t.Cleanup(func() { _ = st.Close() })
@@ -148,11 +150,40 @@ func TestSignedRoutesRoundTrips(t *testing.T) {
 		t.Errorf("escrow list: %d sequential round trips, want 2", got)
 	}
 
-	// A presence change carried to a world the agent joined: the world's
-	// write follows the registry's.
-	do(buyer, "POST", "/v0/worlds/lobby/join", fmt.Sprintf(`{"publicKey":%q}`, buyer.pub()), 201)
-	if got, _ := measured(buyer, "PUT", "/api/v1/agents/rt-buyer/presence", `{"status":"online"}`, 200); got != 3 {
-		t.Errorf("registry presence (one world joined): %d sequential round trips, want 3", got)
+	// A presence change carried to the worlds the agent joined: the
+	// first after the join finds a world this instance did not expect.
+	for _, w := range []string{"lobby", "rt-second"} {
+		if w != "lobby" {
+			do(operator, "PUT", "/v0/worlds/"+w, fmt.Sprintf(`{"publicKey":%q,"name":"Second"}`, operator.pub()), 201)
+		}
+		do(buyer, "POST", "/v0/worlds/"+w+"/join", fmt.Sprintf(`{"publicKey":%q}`, buyer.pub()), 201)
+	}
+	presenceIn := func(w string) any {
+		t.Helper()
+		m := do(buyer, "GET", "/v0/worlds/"+w+"/agents", "", 200)
+		for _, a := range m["data"].(map[string]any)["agents"].([]any) {
+			if a := a.(map[string]any); a["awnId"] == buyer.awnID() {
+				return a["presence"]
+			}
+		}
+		t.Fatalf("the buyer is not listed in %s", w)
+		return nil
+	}
+	for i, c := range []struct {
+		status string
+		want   int
+	}{{"online", 3}, {"offline", 2}, {"online", 2}} {
+		for _, w := range []string{"lobby", "rt-second"} {
+			do(buyer, "GET", "/v0/worlds/"+w+"/events", "", 200) // a poll: online by the rule
+		}
+		if got, _ := measured(buyer, "PUT", "/api/v1/agents/rt-buyer/presence", fmt.Sprintf(`{"status":%q}`, c.status), 200); got != c.want {
+			t.Errorf("registry presence %d (%s, two worlds joined): %d sequential round trips, want %d", i, c.status, got, c.want)
+		}
+		for _, w := range []string{"lobby", "rt-second"} {
+			if got := presenceIn(w); got != c.status {
+				t.Errorf("after presence %s the buyer shows %v in %s", c.status, got, w)
+			}
+		}
 	}
 
 	// Unregistering: 2 round trips; the key, remembered, is refused after.

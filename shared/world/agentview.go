@@ -273,7 +273,11 @@ func (s *Service) SetRegistryPresenceIn(ctx context.Context, awnID string, world
 	return fanOut(worlds, func(_ int, w string) error {
 		var first *memberHook
 		if read != nil {
-			if mh, ok := read.byWorld[w]; ok && mh.err == nil {
+			mh, ok := read.byWorld[w]
+			switch {
+			case ok && errors.Is(mh.err, store.ErrNotFound):
+				return nil // left since it was listed
+			case ok && mh.err == nil:
 				first = &mh
 			}
 		}
@@ -307,6 +311,19 @@ func fanOut(worlds []string, f func(int, string) error) error {
 // worlds it joined, as ReadPresenceIn read them.
 type PresenceReads struct {
 	byWorld map[string]memberHook
+}
+
+// Cover reports whether p read every one of worlds (a member gone or
+// not, but no read failed): a caller that guessed the worlds before
+// listing them knows then it guessed right.
+func (p *PresenceReads) Cover(worlds []string) bool {
+	for _, w := range worlds {
+		mh, ok := p.byWorld[w]
+		if !ok || (mh.err != nil && !errors.Is(mh.err, store.ErrNotFound)) {
+			return false
+		}
+	}
+	return true
 }
 
 // memberHook is a member and its webhook as read together (a member gone

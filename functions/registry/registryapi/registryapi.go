@@ -81,6 +81,8 @@ type handler struct {
 	// keys finds an owner route's signing key, remembering those
 	// verified here (registry.KeyLookup).
 	keys *registry.KeyLookup
+	// joined guesses the worlds an agent joined (joinedCache).
+	joined *joinedCache
 	// worlds carries a registration's presence to the worlds its agent
 	// joined (world.Service.SetRegistryPresence).
 	worlds     *world.Service
@@ -139,6 +141,7 @@ func New(o Options) (http.Handler, error) {
 		a2aBaseURL: a2aBase,
 	}
 	h.keys = h.reg.NewKeyLookup()
+	h.joined = newJoinedCache()
 	d, err := access.New(access.Config{
 		Function: Function,
 		Routes: map[string]access.Route{
@@ -227,24 +230,39 @@ func (h *handler) owns(ctx context.Context, params map[string]string, id access.
 // ownsWithWorlds is owns for a change carried to the worlds the agent
 // joined (presence): their listing runs beside the profile's read, so the
 // change's first reads of those worlds go beside its write.
+//
+// When this instance has seen the agent's worlds before (joinedCache), it
+// reads the agent's member and webhook in each of them beside too, so
+// that the change's writes to the worlds go beside its own write: the
+// route is then 2 round trips, whatever the number of worlds.
 func (h *handler) ownsWithWorlds(ctx context.Context, params map[string]string, id access.Identity) (bool, error) {
+	awnID := auth.AWNID(id.PublicKey)
 	var worlds []string
 	var werr error
+	var ahead *world.PresenceReads
 	var wg sync.WaitGroup
-	wg.Go(func() { worlds, werr = h.worlds.JoinedWorlds(ctx, auth.AWNID(id.PublicKey)) })
+	wg.Go(func() { worlds, werr = h.worlds.JoinedWorlds(ctx, awnID) })
+	if guess, ok := h.joined.get(awnID); ok && len(guess) > 0 {
+		wg.Go(func() { ahead = h.worlds.ReadPresenceIn(ctx, awnID, guess) })
+	}
 	ok, err := h.owns(ctx, params, id)
 	wg.Wait()
 	if err == nil && werr == nil {
 		access.Remember(ctx, joinedKey(params["name"]), worlds)
+		if ahead != nil {
+			access.Remember(ctx, aheadKey(params["name"]), ahead)
+		}
 	}
 	return ok, err
 }
 
-// ownedKey and joinedKey are the request memo's keys of the profile owns
-// read and of the worlds ownsWithWorlds listed.
+// ownedKey, joinedKey and aheadKey are the request memo's keys of the
+// profile owns read, of the worlds ownsWithWorlds listed and of what it
+// read of them.
 type (
 	ownedKey  string
 	joinedKey string
+	aheadKey  string
 )
 
 // owned returns the profile owns read in this request for name.
@@ -350,6 +368,9 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Offline overrides the agent's presence in every world it joined;
 	// online lifts that. Retrying the PUT finishes a fan-out cut short.
+	if done, err := h.presenceAhead(w, r, id, registry.Status(b.Status)); done || err != nil {
+		return err
+	}
 	a, worlds, reads, err := h.change(r, id, func(registry.Revision) bool { return true },
 		func(read registry.Revision) (registry.Agent, error) {
 			return h.reg.SetPresenceFrom(r.Context(), read, id.PublicKey, registry.Status(b.Status))
@@ -363,8 +384,46 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	if err := h.worlds.SetRegistryPresenceIn(r.Context(), a.AWNID, worlds, a.Status == registry.Offline, reads); err != nil {
 		return err
 	}
+	h.joined.put(a.AWNID, worlds)
 	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
 	return nil
+}
+
+// presenceAhead is presence when ownsWithWorlds read every world the
+// agent joined (its guess was right) and the status is one the registry
+// takes: the worlds' writes go beside the registry's, in the second round
+// trip. Ownership was settled by owns; a registry write that fails after
+// the worlds' (the profile changed meanwhile, more than the registry's
+// attempts) answers its error, and the retry the client makes finishes
+// both, as a fan-out cut short does. done is false when the path does
+// not apply.
+func (h *handler) presenceAhead(w http.ResponseWriter, r *http.Request, id access.Identity, s registry.Status) (done bool, err error) {
+	ctx, name := r.Context(), access.Param(r, "name")
+	read, owns := owned(ctx, name)
+	listed, ok1 := access.Recall(ctx, joinedKey(name))
+	ahead, ok2 := access.Recall(ctx, aheadKey(name))
+	if !owns || !ok1 || !ok2 || (s != registry.Online && s != registry.Offline) {
+		return false, nil
+	}
+	worlds, reads := listed.([]string), ahead.(*world.PresenceReads)
+	if !reads.Cover(worlds) {
+		return false, nil
+	}
+	awnID := auth.AWNID(id.PublicKey)
+	var werr error
+	var wg sync.WaitGroup
+	wg.Go(func() { werr = h.worlds.SetRegistryPresenceIn(ctx, awnID, worlds, s == registry.Offline, reads) })
+	a, err := h.reg.SetPresenceFrom(ctx, read, id.PublicKey, s)
+	wg.Wait()
+	if err != nil {
+		return true, err
+	}
+	if werr != nil {
+		return true, werr
+	}
+	h.joined.put(awnID, worlds)
+	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
+	return true, nil
 }
 
 // unregister removes the owner's registration: 200 {"agent": the profile
