@@ -243,3 +243,48 @@ func TestCommitAll(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamOpenRoundTrips: an event stream opened on a warm instance
+// (Follow, its first page) is 2 sequential round trips as a poll is — the
+// head, the member and its webhook beside the guard, then the record
+// beside the pages — whether the member is steady, new, or back from a
+// silence not yet announced.
+func TestStreamOpenRoundTrips(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		c := &clock{now: t0}
+		s := newWorld(t, st, c, "arena")
+		w := newWarmPoller(t, st, c, "arena")
+		m := join(t, s, "arena", 1)
+		open := func() int {
+			t.Helper()
+			ctx, _ := storeguard.Begin(context.Background())
+			if _, _, err := w.s.MemberKey(ctx, "arena", auth.KeyID(key(1))); err != nil {
+				t.Fatal(err)
+			}
+			w.n++
+			nk := store.Key{PK: "NONCE#stream" + string(rune('a'+w.n)), SK: "N"}
+			storeguard.Add(ctx, w.g, storeguard.Part{Action: store.Put(nk, store.Item{"type": store.S("nonce")}).When(store.ItemAbsent()),
+				Refused: func(*store.ConditionFailedError) error { return errReplayed }})
+			w.rt.Take()
+			if _, err := w.s.Follow(ctx, "arena", m.AWNID, ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := storeguard.Settle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return w.rt.Take()
+		}
+		for _, step := range []struct {
+			name    string
+			advance time.Duration
+		}{{"new member", 0}, {"steady", time.Second}, {"after a silence", world.ReachableWithin + 15*time.Second}} {
+			c.Advance(step.advance)
+			if got := open(); got != 2 {
+				t.Errorf("%s: the stream's open took %d sequential round trips, want 2", step.name, got)
+			}
+		}
+		if got := presenceLog(t, s, "arena", m.AWNID); len(got) != 3 {
+			t.Fatalf("announced %v, want online, offline, online", got)
+		}
+	})
+}
