@@ -184,20 +184,13 @@ func (s *Service) AgentWorlds(ctx context.Context, awnID string, limit int, curs
 func (s *Service) viewRow(ctx context.Context, awnID, sk string) (AgentWorld, bool, error) {
 	if w, ok := strings.CutPrefix(sk, joinedPrefix); ok {
 		// The member and its webhook side by side: one round trip.
-		var h Hook
-		var herr error
-		var hw sync.WaitGroup
-		hw.Go(func() { h, herr = s.readHook(ctx, w, awnID) })
-		m, err := s.readMember(ctx, w, awnID)
-		hw.Wait()
+		mh := s.readMemberHook(ctx, w, awnID)
+		m, h, err := mh.m, mh.h, mh.err
 		if errors.Is(err, store.ErrNotFound) {
 			return AgentWorld{}, false, nil
 		}
 		if err != nil {
 			return AgentWorld{}, false, apierror.FromStore("read member", err)
-		}
-		if herr != nil {
-			return AgentWorld{}, false, apierror.FromStore("read webhook", herr)
 		}
 		p := PresenceOf(m, h, s.now())
 		if h.Set {

@@ -2,7 +2,6 @@ package world_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -57,30 +56,6 @@ func (w *warmPoller) poll(id string, n int) int {
 	return w.rt.Take()
 }
 
-// presenceLog returns member awnID's presence.changed in world id as
-// "presence@since", in order.
-func presenceLog(t *testing.T, s *world.Service, id, awnID string) []string {
-	t.Helper()
-	evs, err := s.Events(context.Background(), id, awnID, "", world.MaxEventLimit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range evs {
-		if e.Type != world.PresenceChanged {
-			continue
-		}
-		var d struct{ AWNID, Presence, Since string }
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			t.Fatal(err)
-		}
-		if d.AWNID == awnID {
-			out = append(out, d.Presence+"@"+d.Since)
-		}
-	}
-	return out
-}
-
 // TestWarmPollAfterSilence: a warm poll after a silence the presence sweep
 // has not announced commits the missed offline (since: when the silence
 // began) and the online in the transaction that records it — 2 sequential
@@ -122,19 +97,19 @@ func TestWarmPollAfterSilence(t *testing.T) {
 		if got := w.poll("arena", 1); got != 2 {
 			t.Errorf("a warm poll after an unannounced silence took %d sequential round trips, want 2", got)
 		}
-		if got, want := presenceLog(t, s, "arena", a.AWNID), []string{"online@", "offline@" + since, "online@"}; !slices.Equal(got, want) {
+		if got, want := presenceOf(t, s, "arena", a.AWNID, a.AWNID), []string{"online@", "offline@" + since, "online@"}; !slices.Equal(got, want) {
 			t.Fatalf("announced %v, want %v", got, want)
 		}
 		if got := w.poll("arena", 2); got != 2 {
 			t.Errorf("the same poll of a member whose webhook failed took %d round trips, want 2", got)
 		}
-		if got, want := presenceLog(t, s, "arena", b.AWNID), []string{"online@", "offline@" + since, "online@"}; !slices.Equal(got, want) {
+		if got, want := presenceOf(t, s, "arena", b.AWNID, b.AWNID), []string{"online@", "offline@" + since, "online@"}; !slices.Equal(got, want) {
 			t.Fatalf("webhook failed: announced %v, want %v", got, want)
 		}
 		if got := w.poll("arena", 3); got != 2 {
 			t.Errorf("the same poll of a member whose webhook answered took %d round trips, want 2", got)
 		}
-		if got, want := presenceLog(t, s, "arena", d.AWNID), []string{"online@"}; !slices.Equal(got, want) {
+		if got, want := presenceOf(t, s, "arena", d.AWNID, d.AWNID), []string{"online@"}; !slices.Equal(got, want) {
 			t.Fatalf("webhook answered: announced %v, want %v (it never went offline)", got, want)
 		}
 		for _, m := range []world.Member{a, b, d} {
@@ -150,7 +125,7 @@ func TestWarmPollAfterSilence(t *testing.T) {
 		if got := w.poll("arena", 1); got != 2 {
 			t.Errorf("the next poll took %d round trips, want 2", got)
 		}
-		if got := presenceLog(t, s, "arena", a.AWNID); len(got) != 3 {
+		if got := presenceOf(t, s, "arena", a.AWNID, a.AWNID); len(got) != 3 {
 			t.Fatalf("a steady poll announced: %v", got)
 		}
 
@@ -164,7 +139,7 @@ func TestWarmPollAfterSilence(t *testing.T) {
 		if _, _, _, err := coldPoll(t, st, c, "arena", 2, "cold-silence"); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := presenceLog(t, s, "arena", b.AWNID), []string{"online@", "offline@" + since, "online@", "offline@" + coldSince, "online@"}; !slices.Equal(got, want) {
+		if got, want := presenceOf(t, s, "arena", b.AWNID, b.AWNID), []string{"online@", "offline@" + since, "online@", "offline@" + coldSince, "online@"}; !slices.Equal(got, want) {
 			t.Fatalf("cold, webhook failed: announced %v, want %v", got, want)
 		}
 	})
@@ -197,7 +172,7 @@ func TestSilenceRacingSweep(t *testing.T) {
 			t.Fatal("the poll made no transaction for the sweep to race")
 		}
 		since := t0.Add(world.ReachableWithin).Format(time.RFC3339Nano)
-		if got, want := presenceLog(t, s, "arena", a.AWNID), []string{"online@", "offline@" + since, "online@"}; !slices.Equal(got, want) {
+		if got, want := presenceOf(t, s, "arena", a.AWNID, a.AWNID), []string{"online@", "offline@" + since, "online@"}; !slices.Equal(got, want) {
 			t.Fatalf("announced %v, want %v", got, want)
 		}
 	})
@@ -283,7 +258,7 @@ func TestStreamOpenRoundTrips(t *testing.T) {
 				t.Errorf("%s: the stream's open took %d sequential round trips, want 2", step.name, got)
 			}
 		}
-		if got := presenceLog(t, s, "arena", m.AWNID); len(got) != 3 {
+		if got := presenceOf(t, s, "arena", m.AWNID, m.AWNID); len(got) != 3 {
 			t.Fatalf("announced %v, want online, offline, online", got)
 		}
 	})
