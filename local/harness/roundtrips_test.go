@@ -195,4 +195,26 @@ func TestSignedRoutesRoundTrips(t *testing.T) {
 	}
 	do(gone, "GET", "/api/v1/accounts/"+gone.awnID(), "", 401)
 	do(gone, "PUT", "/api/v1/agents/rt-gone/presence", `{"status":"online"}`, 401)
+
+	// Cold: a second harness over the same store is a fresh instance of
+	// every function. A route that names its first read from its path
+	// reads it beside the key (reads ahead), and its write carries the
+	// guard: 2 round trips where reading the key first made it 3.
+	h2 := mustHarness(t, harness.Options{Log: logging.Discard(), Store: rt, Feed: silentFeed{}, NetworkKey: h.NetworkKey()})
+	srv2 := httptest.NewServer(h2)
+	t.Cleanup(srv2.Close)
+	cold := func(name string, s signer, method, path string, want int) {
+		t.Helper()
+		rt.Take()
+		if code, m := send(t, s.c, method, srv2.URL+path, ""); code != 200 {
+			t.Fatalf("%s (cold): %d %v", name, code, m)
+		}
+		if got := rt.Take(); got != want {
+			t.Errorf("%s on an instance that has not seen the key: %d sequential round trips, want %d", name, got, want)
+		}
+	}
+	cold("escrow fund", buyer, "POST", "/api/v1/escrows/"+escrowAt("created")+"/fund", 2)
+	late := newSigner(t, 83)
+	do(late, "POST", "/api/v1/agents", reg("rt-late", late), 201)
+	cold("registry delete", late, "DELETE", "/api/v1/agents/rt-late", 2)
 }

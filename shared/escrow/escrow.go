@@ -79,6 +79,7 @@ import (
 	"github.com/a2awire/a2awire/shared/credits"
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 )
 
 // State is an escrow's state.
@@ -381,6 +382,18 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Escrow, error) {
 func transitionItem(t Transition) store.Item {
 	return store.Item{aType: store.S("escrow-transition"), aFrom: store.S(string(t.From)), aTo: store.S(string(t.To)),
 		aBy: store.S(t.By), aAt: store.N(t.At.UnixNano())}
+}
+
+// Reads are Get's reads of escrow id (its partition's Query), named
+// from a route's path so that a request reads them ahead, beside its key
+// lookup's read (guard.Ahead, access.Route.ReadAhead): on an instance that
+// has not seen the key, the lookup and the escrow are one round trip. A
+// malformed id names none (Get answers it without a read).
+func Reads(id string) []guard.Read {
+	if !validID(id) {
+		return nil
+	}
+	return []guard.Read{guard.QueryRead(store.Query{PK: pk(id)})}
 }
 
 // Get reads an escrow with its history: one Query. NotFound when none.

@@ -37,6 +37,7 @@ import (
 	"github.com/a2awire/a2awire/shared/protocol"
 	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 )
 
 // Function names (their functions/ folders).
@@ -101,6 +102,10 @@ func (p providers) Provider(ctx context.Context, name string) (escrow.Provider, 
 	}
 	return escrow.Provider{Endpoint: a.Endpoint, Account: a.AWNID, Capabilities: a.Capabilities}, nil
 }
+
+// escrowAhead names the escrow in the path as the request's first read,
+// read beside the key lookup's on an instance that has not seen the key.
+func escrowAhead(r *http.Request) []guard.Read { return escrow.Reads(access.Param(r, "id")) }
 
 // Unchanged holds that name is still registered at endpoint
 // (escrow.ProviderChecks).
@@ -249,12 +254,12 @@ func BuildEscrows(env function.Env) (any, error) {
 	h, err := d.dispatcher(Escrows, time.Now, map[string]access.Route{
 		"POST /api/v1/escrows":              {Handler: d.fn(d.create)},
 		"GET /api/v1/escrows":               {Handler: d.fn(d.list)},
-		"GET /api/v1/escrows/{id}":          {Handler: d.fn(d.show)},
-		"POST /api/v1/escrows/{id}/fund":    {Handler: move(d.svc.Fund)},
-		"POST /api/v1/escrows/{id}/verify":  {Handler: move(d.svc.Verify)},
-		"POST /api/v1/escrows/{id}/release": {Handler: move(d.svc.Release)},
-		"POST /api/v1/escrows/{id}/refund":  {Handler: move(d.svc.Refund)},
-		"POST /api/v1/escrows/{id}/dispute": {Handler: move(d.svc.Dispute)},
+		"GET /api/v1/escrows/{id}":          {Handler: d.fn(d.show), ReadAhead: escrowAhead},
+		"POST /api/v1/escrows/{id}/fund":    {Handler: move(d.svc.Fund), ReadAhead: escrowAhead},
+		"POST /api/v1/escrows/{id}/verify":  {Handler: move(d.svc.Verify), ReadAhead: escrowAhead},
+		"POST /api/v1/escrows/{id}/release": {Handler: move(d.svc.Release), ReadAhead: escrowAhead},
+		"POST /api/v1/escrows/{id}/refund":  {Handler: move(d.svc.Refund), ReadAhead: escrowAhead},
+		"POST /api/v1/escrows/{id}/dispute": {Handler: move(d.svc.Dispute), ReadAhead: escrowAhead},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("escrowhttp: %w", err)

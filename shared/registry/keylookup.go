@@ -53,6 +53,18 @@ func (k *KeyLookup) Lookup(ctx context.Context, keyID string) (ed25519.PublicKey
 	return pub, nil
 }
 
+// ProfileReads are Read's reads of name (its profile), named from an owner
+// route's path so that the request reads them ahead, beside its key
+// lookup's read (guard.Ahead, access.Route.ReadAhead): on an instance that
+// has not seen the key, the lookup and the ownership check's read are one
+// round trip. A malformed name names none.
+func ProfileReads(name string) []guard.Read {
+	if !nameShape.Match(name) {
+		return nil
+	}
+	return []guard.Read{guard.GetRead(ProfileKey(name))}
+}
+
 // Remember adds a key this instance has verified otherwise (a
 // registration signed by the key in its body), so that its owner's next
 // request here need not read it.

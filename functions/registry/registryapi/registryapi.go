@@ -31,6 +31,7 @@ import (
 	"github.com/a2awire/a2awire/shared/httperr"
 	"github.com/a2awire/a2awire/shared/registry"
 	"github.com/a2awire/a2awire/shared/store"
+	"github.com/a2awire/a2awire/shared/store/guard"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -148,8 +149,8 @@ func New(o Options) (http.Handler, error) {
 			"POST /api/v1/agents":                                {Handler: h.fn(h.register), BodyKey: registerKey},
 			"GET /api/v1/agents":                                 {Handler: h.fn(h.discover)},
 			"GET /api/v1/agents/{name}":                          {Handler: h.fn(h.profile)},
-			"PUT /api/v1/agents/{name}/presence":                 {Handler: h.fn(h.presence), Owns: h.ownsWithWorlds},
-			"DELETE /api/v1/agents/{name}":                       {Handler: h.fn(h.unregister), Owns: h.owns},
+			"PUT /api/v1/agents/{name}/presence":                 {Handler: h.fn(h.presence), Owns: h.ownsWithWorlds, ReadAhead: profileAhead},
+			"DELETE /api/v1/agents/{name}":                       {Handler: h.fn(h.unregister), Owns: h.owns, ReadAhead: profileAhead},
 			"GET /api/v1/keys/{keyid}":                           {Handler: h.fn(h.key)},
 			"GET /.well-known/http-message-signatures-directory": {Handler: h.fn(h.networkDirectory)},
 			"GET /.well-known/agent-card.json":                   {Handler: h.fn(h.card)},
@@ -207,6 +208,13 @@ func registerKey(r *http.Request) (ed25519.PublicKey, error) {
 		return nil, apierror.New(apierror.Invalid, "public_key must be the standard base64 of a 32-byte Ed25519 key")
 	}
 	return pub, nil
+}
+
+// profileAhead names the profile in an owner route's path as its first
+// read, read beside the key lookup's on an instance that has not seen the
+// key.
+func profileAhead(r *http.Request) []guard.Read {
+	return registry.ProfileReads(access.Param(r, "name"))
 }
 
 // lookupKey is the stored-key lookup of owner routes: a registered key by
