@@ -224,8 +224,8 @@ func (s *Service) SetRegistryPresence(ctx context.Context, awnID string, offline
 }
 
 // JoinedWorlds lists the worlds awnID joined, from its index: 1 Query per
-// 100. The registry runs it beside its own write of a presence change, so
-// that carrying the change to the worlds adds one round trip less.
+// 100. The registry runs it beside its own reads of a presence change, so
+// that listing the worlds costs no round trip of its own.
 func (s *Service) JoinedWorlds(ctx context.Context, awnID string) ([]string, error) {
 	if !ValidAWNID(awnID) {
 		return nil, nil // no such agent can have joined a world
