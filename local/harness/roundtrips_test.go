@@ -158,17 +158,18 @@ func TestSignedRoutesRoundTrips(t *testing.T) {
 		}
 		do(buyer, "POST", "/v0/worlds/"+w+"/join", fmt.Sprintf(`{"publicKey":%q}`, buyer.pub()), 201)
 	}
-	presenceIn := func(w string) any {
+	presenceOf := func(s signer, w string) any {
 		t.Helper()
 		m := do(buyer, "GET", "/v0/worlds/"+w+"/agents", "", 200)
 		for _, a := range m["data"].(map[string]any)["agents"].([]any) {
-			if a := a.(map[string]any); a["awnId"] == buyer.awnID() {
+			if a := a.(map[string]any); a["awnId"] == s.awnID() {
 				return a["presence"]
 			}
 		}
-		t.Fatalf("the buyer is not listed in %s", w)
+		t.Fatalf("%s is not listed in %s", s.awnID(), w)
 		return nil
 	}
+	presenceIn := func(w string) any { return presenceOf(buyer, w) }
 	for i, c := range []struct {
 		status string
 		want   int
@@ -186,12 +187,24 @@ func TestSignedRoutesRoundTrips(t *testing.T) {
 		}
 	}
 
-	// Unregistering: 2 round trips; the key, remembered, is refused after.
+	// Unregistering an agent set offline lifts the override in its
+	// worlds: 2 round trips when this instance knows them (the presence
+	// change before the delete taught it); the key, remembered, is
+	// refused after.
 	do(gone, "POST", "/api/v1/agents", reg("rt-gone", gone), 201)
 	do(operator, "POST", "/api/v1/accounts/"+gone.awnID()+"/grant", `{"amount":10,"memo":"start"}`, 200)
 	do(gone, "GET", "/api/v1/accounts/"+gone.awnID(), "", 200) // the accounts function verifies the key
+	do(gone, "POST", "/v0/worlds/lobby/join", fmt.Sprintf(`{"publicKey":%q}`, gone.pub()), 201)
+	do(gone, "GET", "/v0/worlds/lobby/events", "", 200) // online by its poll
+	do(gone, "PUT", "/api/v1/agents/rt-gone/presence", `{"status":"offline"}`, 200)
+	if got := presenceOf(gone, "lobby"); got != "offline" {
+		t.Fatalf("set offline, it shows %v in the lobby", got)
+	}
 	if got, _ := measured(gone, "DELETE", "/api/v1/agents/rt-gone", "", 200); got != 2 {
-		t.Errorf("registry delete: %d sequential round trips, want 2", got)
+		t.Errorf("registry delete (set offline, one world joined): %d sequential round trips, want 2", got)
+	}
+	if got := presenceOf(gone, "lobby"); got != "online" {
+		t.Errorf("unregistered, its override should be lifted: it shows %v in the lobby", got)
 	}
 	do(gone, "GET", "/api/v1/accounts/"+gone.awnID(), "", 401)
 	do(gone, "PUT", "/api/v1/agents/rt-gone/presence", `{"status":"online"}`, 401)

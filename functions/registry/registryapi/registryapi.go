@@ -149,8 +149,8 @@ func New(o Options) (http.Handler, error) {
 			"POST /api/v1/agents":                                {Handler: h.fn(h.register), BodyKey: registerKey},
 			"GET /api/v1/agents":                                 {Handler: h.fn(h.discover)},
 			"GET /api/v1/agents/{name}":                          {Handler: h.fn(h.profile)},
-			"PUT /api/v1/agents/{name}/presence":                 {Handler: h.fn(h.presence), Owns: h.ownsWithWorlds, ReadAhead: profileAhead},
-			"DELETE /api/v1/agents/{name}":                       {Handler: h.fn(h.unregister), Owns: h.owns, ReadAhead: profileAhead},
+			"PUT /api/v1/agents/{name}/presence":                 {Handler: h.fn(h.presence), Owns: h.ownsWithWorlds(carriedAlways), ReadAhead: profileAhead},
+			"DELETE /api/v1/agents/{name}":                       {Handler: h.fn(h.unregister), Owns: h.ownsWithWorlds(carriedWhenOffline), ReadAhead: profileAhead},
 			"GET /api/v1/keys/{keyid}":                           {Handler: h.fn(h.key)},
 			"GET /.well-known/http-message-signatures-directory": {Handler: h.fn(h.networkDirectory)},
 			"GET /.well-known/agent-card.json":                   {Handler: h.fn(h.card)},
@@ -235,15 +235,47 @@ func (h *handler) owns(ctx context.Context, params map[string]string, id access.
 	return read.Agent.KeyID == id.KeyID, nil
 }
 
-// ownsWithWorlds is owns for a change carried to the worlds the agent
-// joined (presence): their listing runs beside the profile's read, so the
-// change's first reads of those worlds go beside its write.
+// ownsWithWorlds is owns for a change that may be carried to the worlds
+// the agent joined (a presence change always; a delete when the agent is
+// offline: carried says which, of the profile as read). The worlds'
+// listing runs beside the profile's read, so the change's first reads of
+// those worlds go beside its write.
 //
 // When this instance has seen the agent's worlds before (joinedCache), it
 // reads the agent's member and webhook in each of them beside too, so
 // that the change's writes to the worlds go beside its own write: the
 // route is then 2 round trips, whatever the number of worlds.
-func (h *handler) ownsWithWorlds(ctx context.Context, params map[string]string, id access.Identity) (bool, error) {
+//
+// When the profile was read ahead beside the key (an instance that had
+// not seen the key), it is known at once: the worlds are listed only if
+// the change is carried there.
+func (h *handler) ownsWithWorlds(carried func(registry.Revision) bool) func(context.Context, map[string]string, access.Identity) (bool, error) {
+	return func(ctx context.Context, params map[string]string, id access.Identity) (bool, error) {
+		if _, kept := guard.Kept(ctx, registry.ProfileKey(params["name"])); kept {
+			ok, err := h.owns(ctx, params, id)
+			if read, known := owned(ctx, params["name"]); err == nil && ok && known && carried(read) {
+				// A failed listing is made again by the change.
+				if worlds, err := h.worlds.JoinedWorlds(ctx, auth.AWNID(id.PublicKey)); err == nil {
+					access.Remember(ctx, joinedKey(params["name"]), worlds)
+				}
+			}
+			return ok, err
+		}
+		return h.ownsListing(ctx, params, id)
+	}
+}
+
+// carriedAlways and carriedWhenOffline say whether a change of the profile
+// as read is carried to the worlds its agent joined: a presence change
+// always, a delete when it lifts an offline override.
+func carriedAlways(registry.Revision) bool { return true }
+func carriedWhenOffline(r registry.Revision) bool {
+	return r.Agent.Status == registry.Offline
+}
+
+// ownsListing is ownsWithWorlds on a profile not yet read: the owner
+// check, the worlds' listing and the guessed worlds' reads side by side.
+func (h *handler) ownsListing(ctx context.Context, params map[string]string, id access.Identity) (bool, error) {
 	awnID := auth.AWNID(id.PublicKey)
 	var worlds []string
 	var werr error
@@ -376,10 +408,20 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Offline overrides the agent's presence in every world it joined;
 	// online lifts that. Retrying the PUT finishes a fan-out cut short.
-	if done, err := h.presenceAhead(w, r, id, registry.Status(b.Status)); done || err != nil {
-		return err
+	s := registry.Status(b.Status)
+	if s == registry.Online || s == registry.Offline { // else the registry's 400
+		a, done, err := h.aheadChange(r, id, s == registry.Offline, func(read registry.Revision) (registry.Agent, error) {
+			return h.reg.SetPresenceFrom(r.Context(), read, id.PublicKey, s)
+		})
+		if err != nil {
+			return err
+		}
+		if done {
+			writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
+			return nil
+		}
 	}
-	a, worlds, reads, err := h.change(r, id, func(registry.Revision) bool { return true },
+	a, worlds, reads, err := h.change(r, id, carriedAlways,
 		func(read registry.Revision) (registry.Agent, error) {
 			return h.reg.SetPresenceFrom(r.Context(), read, id.PublicKey, registry.Status(b.Status))
 		},
@@ -397,41 +439,41 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// presenceAhead is presence when ownsWithWorlds read every world the
-// agent joined (its guess was right) and the status is one the registry
-// takes: the worlds' writes go beside the registry's, in the second round
-// trip. Ownership was settled by owns; a registry write that fails after
-// the worlds' (the profile changed meanwhile, more than the registry's
-// attempts) answers its error, and the retry the client makes finishes
-// both, as a fan-out cut short does. done is false when the path does
-// not apply.
-func (h *handler) presenceAhead(w http.ResponseWriter, r *http.Request, id access.Identity, s registry.Status) (done bool, err error) {
+// aheadChange is an owner route's change carried to the worlds the agent
+// joined, made when ownsWithWorlds read every one of them (its guess was
+// right): write, the registry's change of the profile owns read, goes
+// beside the worlds' writes (offline: the override set, or lifted), in the
+// second round trip. Ownership was settled by owns; a registry write that
+// fails after the worlds' (the profile changed meanwhile, more than the
+// registry's attempts) answers its error, and the retry the client makes
+// finishes both, as a fan-out cut short does. done is false when the path
+// does not apply.
+func (h *handler) aheadChange(r *http.Request, id access.Identity, offline bool, write func(registry.Revision) (registry.Agent, error)) (a registry.Agent, done bool, err error) {
 	ctx, name := r.Context(), access.Param(r, "name")
 	read, owns := owned(ctx, name)
 	listed, ok1 := access.Recall(ctx, joinedKey(name))
 	ahead, ok2 := access.Recall(ctx, aheadKey(name))
-	if !owns || !ok1 || !ok2 || (s != registry.Online && s != registry.Offline) {
-		return false, nil
+	if !owns || !ok1 || !ok2 {
+		return registry.Agent{}, false, nil
 	}
 	worlds, reads := listed.([]string), ahead.(*world.PresenceReads)
 	if !reads.Cover(worlds) {
-		return false, nil
+		return registry.Agent{}, false, nil
 	}
 	awnID := auth.AWNID(id.PublicKey)
 	var werr error
 	var wg sync.WaitGroup
-	wg.Go(func() { werr = h.worlds.SetRegistryPresenceIn(ctx, awnID, worlds, s == registry.Offline, reads) })
-	a, err := h.reg.SetPresenceFrom(ctx, read, id.PublicKey, s)
+	wg.Go(func() { werr = h.worlds.SetRegistryPresenceIn(ctx, awnID, worlds, offline, reads) })
+	a, err = write(read)
 	wg.Wait()
 	if err != nil {
-		return true, err
+		return registry.Agent{}, true, err
 	}
 	if werr != nil {
-		return true, werr
+		return registry.Agent{}, true, werr
 	}
 	h.joined.put(awnID, worlds)
-	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
-	return true, nil
+	return a, true, nil
 }
 
 // unregister removes the owner's registration: 200 {"agent": the profile
@@ -449,7 +491,19 @@ func (h *handler) unregister(w http.ResponseWriter, r *http.Request) error {
 		return apierror.New(apierror.Unauthorized, "request is not signed")
 	}
 	// An offline agent's override is lifted in its worlds.
-	a, worlds, reads, err := h.change(r, id, func(read registry.Revision) bool { return read.Agent.Status == registry.Offline },
+	if read, ok := owned(r.Context(), access.Param(r, "name")); ok && read.Agent.Status == registry.Offline {
+		a, done, err := h.aheadChange(r, id, false, func(read registry.Revision) (registry.Agent, error) {
+			return h.reg.UnregisterFrom(r.Context(), read, id.PublicKey)
+		})
+		if err != nil {
+			return err
+		}
+		if done {
+			writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
+			return nil
+		}
+	}
+	a, worlds, reads, err := h.change(r, id, carriedWhenOffline,
 		func(read registry.Revision) (registry.Agent, error) {
 			return h.reg.UnregisterFrom(r.Context(), read, id.PublicKey)
 		},
