@@ -216,18 +216,20 @@ func TestSignedRoutesRoundTrips(t *testing.T) {
 	h2 := mustHarness(t, harness.Options{Log: logging.Discard(), Store: rt, Feed: silentFeed{}, NetworkKey: h.NetworkKey()})
 	srv2 := httptest.NewServer(h2)
 	t.Cleanup(srv2.Close)
-	cold := func(name string, s signer, method, path string, want int) {
+	cold := func(name string, s signer, method, path, body string, status, want int) {
 		t.Helper()
 		rt.Take()
-		if code, m := send(t, s.c, method, srv2.URL+path, ""); code != 200 {
+		if code, m := send(t, s.c, method, srv2.URL+path, body); code != status {
 			t.Fatalf("%s (cold): %d %v", name, code, m)
 		}
 		if got := rt.Take(); got != want {
 			t.Errorf("%s on an instance that has not seen the key: %d sequential round trips, want %d", name, got, want)
 		}
 	}
-	cold("escrow fund", buyer, "POST", "/api/v1/escrows/"+escrowAt("created")+"/fund", 2)
+	cold("escrow fund", buyer, "POST", "/api/v1/escrows/"+escrowAt("created")+"/fund", "", 200, 2)
 	late := newSigner(t, 83)
 	do(late, "POST", "/api/v1/agents", reg("rt-late", late), 201)
-	cold("registry delete", late, "DELETE", "/api/v1/agents/rt-late", 2)
+	cold("escrow create (the provider named in the body)", late, "POST", "/api/v1/escrows",
+		`{"provider":"a2awire-punctual","capability":"ping","input":{},"amount":1}`, 201, 2)
+	cold("registry delete", late, "DELETE", "/api/v1/agents/rt-late", "", 200, 2)
 }

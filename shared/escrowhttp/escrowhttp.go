@@ -107,6 +107,17 @@ func (p providers) Provider(ctx context.Context, name string) (escrow.Provider, 
 // read beside the key lookup's on an instance that has not seen the key.
 func escrowAhead(r *http.Request) []guard.Read { return escrow.Reads(access.Param(r, "id")) }
 
+// providerAhead names a create's first read, the provider's profile, from
+// its body, read beside the key lookup's on an instance that has not seen
+// the key. A body that does not decode names none (create answers it).
+func providerAhead(r *http.Request) []guard.Read {
+	b, _, err := DecodeCreate(access.Body(r))
+	if err != nil {
+		return nil
+	}
+	return registry.ProfileReads(b.Provider)
+}
+
 // Unchanged holds that name is still registered at endpoint
 // (escrow.ProviderChecks).
 func (p providers) Unchanged(name, endpoint string) store.Action {
@@ -252,7 +263,7 @@ func BuildEscrows(env function.Env) (any, error) {
 		})
 	}
 	h, err := d.dispatcher(Escrows, time.Now, map[string]access.Route{
-		"POST /api/v1/escrows":              {Handler: d.fn(d.create)},
+		"POST /api/v1/escrows":              {Handler: d.fn(d.create), ReadAhead: providerAhead},
 		"GET /api/v1/escrows":               {Handler: d.fn(d.list)},
 		"GET /api/v1/escrows/{id}":          {Handler: d.fn(d.show), ReadAhead: escrowAhead},
 		"POST /api/v1/escrows/{id}/fund":    {Handler: move(d.svc.Fund), ReadAhead: escrowAhead},
