@@ -31,8 +31,9 @@ func (silentFeed) Read(ctx context.Context, _ string, _ int) ([]events.DynamoDBE
 func (silentFeed) Commit(context.Context, string, string) error { return nil }
 
 // TestSignedRoutesRoundTrips pins the sequential store round trips of the
-// signed routes outside the worlds' (whose TestRequestCost pins them):
-// the registry's owner routes, the accounts and the escrows, each on a
+// signed routes TestRequestCost (shared/worldhttp) leaves out: a member's
+// webhook routes, the registry's owner routes, the accounts and the
+// escrows, each on a
 // warm instance (the signing key verified there before), through the
 // harness's gateway. Each store call is held 50 ms, so that calls made
 // side by side overlap and the count is the code's. The key is not read
@@ -184,6 +185,26 @@ func TestSignedRoutesRoundTrips(t *testing.T) {
 			if got := presenceIn(w); got != c.status {
 				t.Errorf("after presence %s the buyer shows %v in %s", c.status, got, w)
 			}
+		}
+	}
+
+	// A member's webhook routes, each function warmed by a first request.
+	hook := "/v0/worlds/lobby/webhook"
+	do(buyer, "GET", hook, "", 404)
+	do(buyer, "DELETE", hook, "", 404)
+	do(buyer, "POST", hook+"/replay", `{"since":"2026-01-01T00:00:00Z"}`, 404)
+	do(buyer, "PUT", hook, `{"url":"https://example.com/rt-hook"}`, 200)
+	for _, c := range []struct {
+		name, method, path, body string
+		want                     int
+	}{
+		{"webhook set", "PUT", hook, `{"url":"https://example.com/rt-hook"}`, 1},
+		{"webhook show", "GET", hook, "", 2},
+		{"webhook replay", "POST", hook + "/replay", `{"since":"2026-01-01T00:00:00Z"}`, 2},
+		{"webhook remove", "DELETE", hook, "", 1},
+	} {
+		if got, _ := measured(buyer, c.method, c.path, c.body, 200); got != c.want {
+			t.Errorf("%s: %d sequential round trips, want %d", c.name, got, c.want)
 		}
 	}
 
