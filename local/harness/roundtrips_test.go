@@ -33,9 +33,8 @@ func (silentFeed) Commit(context.Context, string, string) error { return nil }
 // TestSignedRoutesRoundTrips pins the sequential store round trips of the
 // signed routes TestRequestCost (shared/worldhttp) leaves out: a member's
 // webhook routes, the registry's owner routes, the accounts and the
-// escrows, each on a
-// warm instance (the signing key verified there before), through the
-// harness's gateway. Each store call is held 50 ms, so that calls made
+// escrows, each on a warm instance (the signing key verified there
+// before), through the harness's gateway. Each store call is held 50 ms, so that calls made
 // side by side overlap and the count is the code's. The key is not read
 // again on a warm instance: that it is still registered rides in the
 // request's guard, and a key unregistered since is refused (401). An
