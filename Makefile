@@ -163,7 +163,7 @@ fuzz:
 
 ## bench: the benchmark table (harness path, protocol kit, cold starts, DynamoDB cost, latency, signing, memory, stream, fan-out) with
 ##   baselines measured in the same run; prints it (100 columns wide) with a summary line and writes
-##   bench/results.json (about 7 minutes on 2 cores with its builds); exits 1 when a row MISSED its target or could not be measured.
+##   bench/results.json (about 6 minutes on 2 cores with its builds); exits 1 when a row MISSED its target or could not be measured.
 bench: npm tools build local-bin
 	@mkdir -p bench
 	@echo "bench: Go benchmarks of the protocol kit, the gateway and signing, -count $(BENCHCOUNT) (benchstat-ready: bench/gobench.txt)..." >&2
