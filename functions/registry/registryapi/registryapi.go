@@ -409,71 +409,21 @@ func (h *handler) presence(w http.ResponseWriter, r *http.Request) error {
 	// Offline overrides the agent's presence in every world it joined;
 	// online lifts that. Retrying the PUT finishes a fan-out cut short.
 	s := registry.Status(b.Status)
-	if s == registry.Online || s == registry.Offline { // else the registry's 400
-		a, done, err := h.aheadChange(r, id, s == registry.Offline, func(read registry.Revision) (registry.Agent, error) {
+	a, err := h.apply(r, ownerChange{
+		carried: carriedAlways, offline: s == registry.Offline,
+		valid: s == registry.Online || s == registry.Offline, // else the registry's 400
+		from: func(read registry.Revision) (registry.Agent, error) {
 			return h.reg.SetPresenceFrom(r.Context(), read, id.PublicKey, s)
-		})
-		if err != nil {
-			return err
-		}
-		if done {
-			writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
-			return nil
-		}
-	}
-	a, worlds, reads, err := h.change(r, id, carriedAlways,
-		func(read registry.Revision) (registry.Agent, error) {
-			return h.reg.SetPresenceFrom(r.Context(), read, id.PublicKey, registry.Status(b.Status))
 		},
-		func() (registry.Agent, error) {
-			return h.reg.SetPresence(r.Context(), access.Param(r, "name"), id.PublicKey, registry.Status(b.Status))
-		})
+		fresh: func() (registry.Agent, error) {
+			return h.reg.SetPresence(r.Context(), access.Param(r, "name"), id.PublicKey, s)
+		},
+	}, id)
 	if err != nil {
 		return err
 	}
-	if err := h.worlds.SetRegistryPresenceIn(r.Context(), a.AWNID, worlds, a.Status == registry.Offline, reads); err != nil {
-		return err
-	}
-	h.joined.put(a.AWNID, worlds)
 	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
 	return nil
-}
-
-// aheadChange is an owner route's change carried to the worlds the agent
-// joined, made when ownsWithWorlds read every one of them (its guess was
-// right): write, the registry's change of the profile owns read, goes
-// beside the worlds' writes (offline: the override set, or lifted), in the
-// second round trip. Ownership was settled by owns; a registry write that
-// fails after the worlds' (the profile changed meanwhile, more than the
-// registry's attempts) answers its error, and the retry the client makes
-// finishes both, as a fan-out cut short does. done is false when the path
-// does not apply.
-func (h *handler) aheadChange(r *http.Request, id access.Identity, offline bool, write func(registry.Revision) (registry.Agent, error)) (a registry.Agent, done bool, err error) {
-	ctx, name := r.Context(), access.Param(r, "name")
-	read, owns := owned(ctx, name)
-	listed, ok1 := access.Recall(ctx, joinedKey(name))
-	ahead, ok2 := access.Recall(ctx, aheadKey(name))
-	if !owns || !ok1 || !ok2 {
-		return registry.Agent{}, false, nil
-	}
-	worlds, reads := listed.([]string), ahead.(*world.PresenceReads)
-	if !reads.Cover(worlds) {
-		return registry.Agent{}, false, nil
-	}
-	awnID := auth.AWNID(id.PublicKey)
-	var werr error
-	var wg sync.WaitGroup
-	wg.Go(func() { werr = h.worlds.SetRegistryPresenceIn(ctx, awnID, worlds, offline, reads) })
-	a, err = write(read)
-	wg.Wait()
-	if err != nil {
-		return registry.Agent{}, true, err
-	}
-	if werr != nil {
-		return registry.Agent{}, true, werr
-	}
-	h.joined.put(awnID, worlds)
-	return a, true, nil
 }
 
 // unregister removes the owner's registration: 200 {"agent": the profile
@@ -491,75 +441,114 @@ func (h *handler) unregister(w http.ResponseWriter, r *http.Request) error {
 		return apierror.New(apierror.Unauthorized, "request is not signed")
 	}
 	// An offline agent's override is lifted in its worlds.
-	if read, ok := owned(r.Context(), access.Param(r, "name")); ok && read.Agent.Status == registry.Offline {
-		a, done, err := h.aheadChange(r, id, false, func(read registry.Revision) (registry.Agent, error) {
-			return h.reg.UnregisterFrom(r.Context(), read, id.PublicKey)
-		})
-		if err != nil {
-			return err
-		}
-		if done {
-			writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
-			return nil
-		}
-	}
-	a, worlds, reads, err := h.change(r, id, carriedWhenOffline,
-		func(read registry.Revision) (registry.Agent, error) {
+	a, err := h.apply(r, ownerChange{
+		carried: carriedWhenOffline, offline: false, valid: true,
+		from: func(read registry.Revision) (registry.Agent, error) {
 			return h.reg.UnregisterFrom(r.Context(), read, id.PublicKey)
 		},
-		func() (registry.Agent, error) {
+		fresh: func() (registry.Agent, error) {
 			return h.reg.Unregister(r.Context(), access.Param(r, "name"), id.PublicKey)
-		})
+		},
+	}, id)
 	if err != nil {
 		return err
-	}
-	if a.Status == registry.Offline {
-		if err := h.worlds.SetRegistryPresenceIn(r.Context(), a.AWNID, worlds, false, reads); err != nil {
-			return err
-		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agent": toProfile(a)})
 	return nil
 }
 
-// change makes an owner route's change of the profile in its path: from
-// the profile owns read (from), else reading it (fresh). When the change
-// is carried to the worlds the agent joined (fanOut, asked of the profile
-// as read), what that needs first goes beside the change's write: the
-// worlds' member and webhook reads when ownsWithWorlds listed the worlds,
-// else their listing. Both are of the signing key's agent, the only one
-// the change can be of (the registry refuses any other key).
-func (h *handler) change(r *http.Request, id access.Identity, fanOut func(registry.Revision) bool,
-	from func(registry.Revision) (registry.Agent, error), fresh func() (registry.Agent, error)) (registry.Agent, []string, *world.PresenceReads, error) {
+// ownerChange is an owner route's change of the profile in its path, and
+// how it is carried to the worlds its agent joined.
+type ownerChange struct {
+	// carried says, of the profile as read, whether the change goes to
+	// the worlds; offline is the override they get.
+	carried func(registry.Revision) bool
+	offline bool
+	// valid says the change is one the registry takes, so the worlds'
+	// writes may go beside the registry's.
+	valid bool
+	// from makes the change of the profile owns read; fresh reads it
+	// first (a request owns did not check).
+	from  func(registry.Revision) (registry.Agent, error)
+	fresh func() (registry.Agent, error)
+}
+
+// apply makes c and carries it to the worlds the agent joined, in as few
+// round trips as what ownsWithWorlds read allows:
+//
+//   - it read every world the agent joined (its guess was right): the
+//     worlds' writes go beside the registry's, in the second round trip.
+//     Ownership was settled by owns; a registry write that fails after
+//     the worlds' (the profile changed meanwhile, more than the
+//     registry's attempts) answers its error, and the retry the client
+//     makes finishes both, as a fan-out cut short does;
+//   - it listed the worlds: their member and webhook reads go beside the
+//     registry's write, their writes after it;
+//   - else the listing goes beside the registry's write.
+//
+// Both are of the signing key's agent, the only one the change can be of
+// (the registry refuses any other key).
+func (h *handler) apply(r *http.Request, c ownerChange, id access.Identity) (registry.Agent, error) {
 	ctx, name := r.Context(), access.Param(r, "name")
 	read, ok := owned(ctx, name)
 	if !ok {
-		a, err := fresh()
-		if err != nil || !fanOut(registry.Revision{Agent: a}) {
-			return a, nil, nil, err
+		a, err := c.fresh()
+		if err != nil || !c.carried(registry.Revision{Agent: a}) {
+			return a, err
 		}
 		worlds, err := h.worlds.JoinedWorlds(ctx, a.AWNID)
-		return a, worlds, nil, err
+		if err != nil {
+			return registry.Agent{}, err
+		}
+		return a, h.carry(ctx, a.AWNID, worlds, c.offline, nil)
 	}
+	if !c.carried(read) {
+		return c.from(read)
+	}
+	awnID := auth.AWNID(id.PublicKey)
 	var worlds []string
 	var reads *world.PresenceReads
-	var werr error
-	var wg sync.WaitGroup
-	if fanOut(read) {
-		awnID := auth.AWNID(id.PublicKey)
-		if v, listed := access.Recall(ctx, joinedKey(name)); listed {
-			worlds = v.([]string)
-			wg.Go(func() { reads = h.worlds.ReadPresenceIn(ctx, awnID, worlds) })
-		} else {
-			wg.Go(func() { worlds, werr = h.worlds.JoinedWorlds(ctx, awnID) })
+	listed, isListed := access.Recall(ctx, joinedKey(name))
+	if isListed {
+		worlds = listed.([]string)
+		if v, ok := access.Recall(ctx, aheadKey(name)); ok && c.valid && v.(*world.PresenceReads).Cover(worlds) {
+			reads = v.(*world.PresenceReads)
 		}
 	}
-	a, err := from(read)
+	beside := reads != nil
+	var werr error
+	var wg sync.WaitGroup
+	switch {
+	case beside:
+		wg.Go(func() { werr = h.worlds.SetRegistryPresenceIn(ctx, awnID, worlds, c.offline, reads) })
+	case isListed:
+		wg.Go(func() { reads = h.worlds.ReadPresenceIn(ctx, awnID, worlds) })
+	default:
+		wg.Go(func() { worlds, werr = h.worlds.JoinedWorlds(ctx, awnID) })
+	}
+	a, err := c.from(read)
 	wg.Wait()
 	if err != nil {
-		return registry.Agent{}, nil, nil, err
+		return registry.Agent{}, err
 	}
-	return a, worlds, reads, werr
+	if werr != nil {
+		return registry.Agent{}, werr
+	}
+	if beside {
+		h.joined.put(awnID, worlds)
+		return a, nil
+	}
+	return a, h.carry(ctx, awnID, worlds, c.offline, reads)
+}
+
+// carry changes the agent's override in worlds (reads: what was read of
+// them, or nil) and remembers them as the agent's.
+func (h *handler) carry(ctx context.Context, awnID string, worlds []string, offline bool, reads *world.PresenceReads) error {
+	if err := h.worlds.SetRegistryPresenceIn(ctx, awnID, worlds, offline, reads); err != nil {
+		return err
+	}
+	h.joined.put(awnID, worlds)
+	return nil
 }
 
 // key serves a registered key as a Web Bot Auth key directory.
