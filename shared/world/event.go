@@ -62,20 +62,38 @@ const (
 	attrCreatedAt  = "createdAt"
 )
 
-// EventKey is where e is stored: the recipient's private partition for a
-// private event, the world's shared partition otherwise.
-func EventKey(e Event) store.Key {
-	pk := SharedEventsPK(e.World)
+// EventKey is where e is stored in a world whose shared events are in one
+// partition (EventKeyIn with 1 shard).
+func EventKey(e Event) store.Key { return EventKeyIn(e, 1) }
+
+// EventKeyIn is where e is stored in a world whose shared events are
+// written across shards partitions: the recipient's private partition for
+// a private event, else the shard its id hashes to (EventShardPK).
+func EventKeyIn(e Event, shards int) store.Key {
 	if e.Visibility == Private {
-		pk = PrivateEventsPK(e.World, e.Recipient)
+		return store.Key{PK: PrivateEventsPK(e.World, e.Recipient), SK: e.ID}
 	}
-	return store.Key{PK: pk, SK: e.ID}
+	return store.Key{PK: EventShardPK(e.World, eventShard(e.ID, shards)), SK: e.ID}
 }
 
-// EventPut is the action writing e, conditioned on its id being new. Other
-// domains (inbox, webhook) add it to their own Write so an event is
-// committed with the change it reports.
-func EventPut(e Event) store.Action {
+// eventShard is the shard of the event id among shards: ids are ULIDs,
+// whose last 80 bits are random, so hashing them spreads a world's events
+// evenly, and any reader can tell a shard from the id alone.
+func eventShard(id string, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	return int(fnv32(id) % uint32(shards))
+}
+
+// EventPut is the action writing e in a world of one shard (EventPutIn).
+func EventPut(e Event) store.Action { return EventPutIn(e, 1) }
+
+// EventPutIn is the action writing e, conditioned on its id being new, in
+// a world whose shared events are written across shards partitions. The
+// log writes every event (Log.Commit); tests and benches put events of
+// their own with it.
+func EventPutIn(e Event, shards int) store.Action {
 	it := store.Item{
 		AttrType:            store.S(TypeEvent),
 		attrEventID:         store.S(e.ID),
@@ -89,7 +107,7 @@ func EventPut(e Event) store.Action {
 	if e.Recipient != "" {
 		it[attrRecipient] = store.S(e.Recipient)
 	}
-	return store.Put(EventKey(e), it).When(store.ItemAbsent())
+	return store.Put(EventKeyIn(e, shards), it).When(store.ItemAbsent())
 }
 
 // IsEvent reports whether it is an event item (e.g. a change record's

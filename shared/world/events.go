@@ -283,8 +283,9 @@ func (s *Service) events(ctx context.Context, world string, reader Member, after
 // member, which runs beside the Queries (a poll records itself there, so
 // that a poll is two round trips: the head, then the record and the
 // pages). It returns the page and the reader.
-func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limit int, head string, member func() (Member, error)) (EventPage, Member, error) {
+func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limit int, h Head, member func() (Member, error)) (EventPage, Member, error) {
 	none := EventPage{Events: []Event{}, Cursor: after}
+	head := h.Last
 	if after > head {
 		return EventPage{}, Member{}, futureCursor(after)
 	}
@@ -307,19 +308,23 @@ func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limi
 		return none, reader, nil
 	}
 	// Every event with an id up to head has committed (commits are in id
-	// order), so both partitions are complete up to it. A page cut short
-	// (limit, or the 1 MB cut) is complete only up to its last id: the
-	// answer stops at the lowest such id, so an event of the other
-	// partition past it is read by the next poll, not passed.
-	// The two Queries run at once: a poll costs two round trips (the
-	// head, then the pages), not three.
-	var pages [2]store.Page
-	var errs [2]error
-	var wg sync.WaitGroup
-	pks := []string{SharedEventsPK(world), PrivateEventsPK(world, awnID)}
-	if awnID == "" {
-		pks = pks[:1] // the public feed has no private partition
+	// order), so every partition is complete up to it: the shared
+	// events' shards the head names, and the reader's private partition.
+	// A page cut short (limit, or the 1 MB cut) is complete only up to
+	// its last id: the answer stops at the lowest such id, so an event of
+	// another partition past it is read by the next poll, not passed.
+	// The Queries run at once: a poll costs two round trips (the head,
+	// then the pages), not three.
+	pks := make([]string, 0, h.Shards+1)
+	for n := range max(h.Shards, 1) {
+		pks = append(pks, EventShardPK(world, n))
 	}
+	if awnID != "" {
+		pks = append(pks, PrivateEventsPK(world, awnID)) // the public feed has none
+	}
+	pages := make([]store.Page, len(pks))
+	errs := make([]error, len(pks))
+	var wg sync.WaitGroup
 	for i, pk := range pks {
 		wg.Go(func() {
 			pages[i], errs[i] = s.store.Query(ctx, store.Query{PK: pk, SK: store.SKBetween(lo, head), Limit: limit})
@@ -331,7 +336,7 @@ func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limi
 		return EventPage{}, Member{}, rerr
 	}
 	bound := head
-	var evs [2][]Event
+	evs := make([][]Event, len(pks))
 	for i, page := range pages {
 		if errs[i] != nil {
 			return EventPage{}, Member{}, apierror.FromStore("read events", errs[i])
@@ -350,7 +355,7 @@ func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limi
 			evs[i] = append(evs[i], e)
 		}
 	}
-	out := merge(evs[0], evs[1], bound, limit)
+	out := merge(evs, bound, limit)
 	if len(out) == limit {
 		return EventPage{Events: out, Cursor: out[limit-1].ID}, reader, nil
 	}
@@ -359,21 +364,28 @@ func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limi
 	return EventPage{Events: out, Cursor: bound}, reader, nil
 }
 
-// merge returns the limit smallest events of a and b (both sorted by id)
-// with ids up to bound.
-func merge(a, b []Event, bound string, limit int) []Event {
-	out := make([]Event, 0, min(limit, len(a)+len(b)))
-	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
-		var e Event
-		if len(b) == 0 || (len(a) > 0 && a[0].ID < b[0].ID) {
-			e, a = a[0], a[1:]
-		} else {
-			e, b = b[0], b[1:]
+// merge returns the limit smallest events of parts (each sorted by id, no
+// id in two) with ids up to bound. A part is a page of one partition, at
+// most 17 of them (16 shards and a private partition), so each step scans
+// the parts' heads rather than keeping a heap.
+func merge(parts [][]Event, bound string, limit int) []Event {
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	out := make([]Event, 0, min(limit, total))
+	for len(out) < limit {
+		lo := -1
+		for i, p := range parts {
+			if len(p) > 0 && (lo < 0 || p[0].ID < parts[lo][0].ID) {
+				lo = i
+			}
 		}
-		if e.ID > bound {
+		if lo < 0 || parts[lo][0].ID > bound {
 			break
 		}
-		out = append(out, e)
+		out = append(out, parts[lo][0])
+		parts[lo] = parts[lo][1:]
 	}
 	return out
 }
@@ -385,8 +397,8 @@ func merge(a, b []Event, bound string, limit int) []Event {
 // is two round trips too — one after a silence not yet announced as well,
 // whether or not a webhook kept the member online. The webhook's read
 // costs every warm poll 1 read unit (docs/cost.md gives the choice).
-func (s *Service) headAndMember(ctx context.Context, world, awnID string) (string, polled, error) {
-	var head string
+func (s *Service) headAndMember(ctx context.Context, world, awnID string) (Head, polled, error) {
+	var head Head
 	var herr, werr error
 	var hook store.Item
 	var wg sync.WaitGroup
@@ -400,16 +412,16 @@ func (s *Service) headAndMember(ctx context.Context, world, awnID string) (strin
 	m, merr := s.readMember(ctx, world, awnID)
 	wg.Wait()
 	if herr != nil {
-		return "", polled{}, apierror.FromStore("read events", herr)
+		return Head{}, polled{}, apierror.FromStore("read events", herr)
 	}
 	if errors.Is(merr, store.ErrNotFound) {
-		return "", polled{}, notJoined(world)
+		return Head{}, polled{}, notJoined(world)
 	}
 	if merr != nil {
-		return "", polled{}, apierror.FromStore("read member", merr)
+		return Head{}, polled{}, apierror.FromStore("read member", merr)
 	}
 	if werr != nil {
-		return "", polled{}, apierror.FromStore("read webhook", werr)
+		return Head{}, polled{}, apierror.FromStore("read webhook", werr)
 	}
 	return head, polled{member: m, hook: hook, hookRead: true}, nil
 }
@@ -479,7 +491,7 @@ func (s *Service) PollAs(ctx context.Context, world, awnID, keyID, after string,
 	// Two round trips: the head, then the poll's record beside the
 	// pages (the record gives the reader its visibility, applied once
 	// the pages are in).
-	var head string
+	var head Head
 	var record func() (Member, error)
 	pages := ctx
 	if kept, ok := s.keptMember(ctx, world, awnID, keyID); ok && guard.Active(ctx) {

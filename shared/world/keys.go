@@ -17,6 +17,7 @@
 //	presence due     WORLD#<world>          PRESENCE#<awnId>   presencedue (in gsi1: presence_sweep.go)
 //	webhook          WORLD#<world>          WEBHOOK#<awnId>    webhook   (package webhook)
 //	shared event     EVENTS#<world>         <eventId>          event
+//	  (sharded)      EVENTS#<world>#s<n>    <eventId>          event     (n in 1..shards-1)
 //	private event    EVENTS#<world>#<awnId> <eventId>          event
 //	event head       EVENTHEAD#<world>      HEAD               eventhead
 //	deletion marker  WORLDDEL#<world>       MARKER             worlddeletion (lifecycle.go)
@@ -34,7 +35,15 @@
 // Public and agents-visible events share one partition per world, private
 // events have one per recipient, so a poll is one Query of each; event ids
 // are ULIDs, so sort-key order is time order and an id is a cursor. The
-// event head holds last, the highest event id committed in the world.
+// event head holds last, the highest event id committed in the world, and
+// shards: a world whose owner set eventShards writes its shared events
+// across that many partitions (one partition takes about 500 events a
+// second in transactions), each event in the shard its id hashes to, and
+// a poll Queries every shard the head names beside the private partition.
+// The count only grows and shard 0 is the unsharded partition, so every
+// event up to the head is in a shard the head names; a writer that knew
+// another count fails the head's condition (it carries the count) and
+// learns it from the head returned.
 //
 // # Event order
 //
@@ -51,9 +60,9 @@
 // and allocates its ids that far ahead, so it does not lose every round.
 // A reader Gets the head (strongly consistent): every event up to it has
 // committed and no event below it can commit any more. It then Queries
-// both partitions for ids in (after, head], and when a page of either was
-// cut (limit, or the 1 MB cut: it carries a cursor) answers only up to that
-// page's last id. An `after` past the head, or more than MaxClockSkew
+// the partitions (the shards and its private one) for ids in (after,
+// head], and when a page of any was cut (limit, or the 1 MB cut: it
+// carries a cursor) answers only up to the lowest such page's last id. An `after` past the head, or more than MaxClockSkew
 // ahead of the clock, is Invalid: no such cursor was handed out.
 //
 // Alternatives considered: sequence numbers assigned from the table's
@@ -145,6 +154,7 @@
 package world
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/a2awire/a2awire/shared/auth"
@@ -212,6 +222,21 @@ func WebhookStatsKey(world, awnID string) store.Key {
 // SharedEventsPK is the partition of a world's public and agents-visible
 // events.
 func SharedEventsPK(world string) string { return eventsPrefix + world }
+
+// MaxEventShards is the most partitions a world's shared events may be
+// written across (Manifest.EventShards).
+const MaxEventShards = 16
+
+// EventShardPK is shard n of a world's shared events: shard 0 is
+// SharedEventsPK, so a world that was never sharded, and every event a
+// world committed before it was, is in shard 0. ("#s" cannot begin an
+// awnId, so a shard is never a recipient's private partition.)
+func EventShardPK(world string, n int) string {
+	if n == 0 {
+		return SharedEventsPK(world)
+	}
+	return SharedEventsPK(world) + "#s" + strconv.Itoa(n)
+}
 
 // PrivateEventsPK is the partition of the private events of one recipient.
 func PrivateEventsPK(world, awnID string) string { return eventsPrefix + world + "#" + awnID }

@@ -23,6 +23,10 @@ const (
 	headSK        = "HEAD"
 	// attrLast is the head's highest committed event id.
 	attrLast = "last"
+	// attrShards is how many partitions the world's shared events are
+	// written across (absent: 1). It only grows, so every event up to the
+	// head is in one of the partitions it names.
+	attrShards = "shards"
 
 	// MaxClockSkew is how far an event id's time may run ahead of this
 	// instance's clock: writers' clocks differ by well under a second
@@ -77,6 +81,43 @@ type Log struct {
 	leadIDs *IDs
 	lead    atomic.Int64 // nanoseconds
 	queues  [16]queue
+	// shards remembers the worlds this process saw sharded (Head.Shards
+	// above 1). A world not in it is written as one shard; a commit that
+	// guessed wrong fails the head's condition, learns the count from
+	// the head it returns and commits again (one round trip, once per
+	// instance and world).
+	shards shardCounts
+}
+
+// shardCounts is a bounded map of world to its event shards (only those
+// above 1): when full it starts over, which costs a world a relearning.
+type shardCounts struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+const maxShardCounts = 4096
+
+func (c *shardCounts) get(world string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.m[world]; ok {
+		return n
+	}
+	return 1
+}
+
+func (c *shardCounts) learn(world string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n <= 1 {
+		delete(c.m, world)
+		return
+	}
+	if c.m == nil || len(c.m) >= maxShardCounts {
+		c.m = map[string]int{}
+	}
+	c.m[world] = n
 }
 
 // NewLog returns the log of st; ids and now default to a fresh IDs and
@@ -417,15 +458,24 @@ func (l *Log) write(ctx context.Context, batch []*request) error {
 	acts = append(acts, make([]store.Action, 1+len(batch))...)
 	for attempt := 1; ; attempt++ {
 		first, last := batch[0].ev, batch[len(batch)-1].ev
-		acts[n] = headUpdate(first.World, first.ID, last.ID)
+		shards := l.shards.get(first.World)
+		acts[n] = headUpdate(first.World, first.ID, last.ID, shards)
 		for i, r := range batch {
-			acts[n+1+i] = EventPut(r.ev)
+			acts[n+1+i] = EventPutIn(r.ev, shards)
 		}
 		_, err := l.store.Write(ctx, acts...)
 		var cf *store.ConditionFailedError
 		switch {
 		case err == nil:
 			return nil
+		case errors.As(err, &cf) && cf.Action == n && headShards(cf.Item) != shards:
+			// The world's events are in more partitions than this
+			// process knew (its head says how many): commit again,
+			// with ids past the head as it is.
+			l.shards.learn(first.World, headShards(cf.Item))
+			if !fixed {
+				l.allocateAfter(batch, cf.Item.Str(attrLast))
+			}
 		case errors.As(err, &cf) && cf.Action >= n:
 			// The head is at or past the first id (reported first when
 			// an event's id is taken too, which only a later commit can do).
@@ -434,7 +484,7 @@ func (l *Log) write(ctx context.Context, batch []*request) error {
 			}
 			l.allocateAfter(batch, cf.Item.Str(attrLast))
 		case errors.Is(err, store.ErrOutcomeUnknown):
-			done, serr := l.settle(ctx, first, last)
+			done, serr := l.settle(ctx, first, last, shards)
 			if serr != nil {
 				return fmt.Errorf("world %s: events %s…%s: %w; settling it: %w", first.World, first.ID, last.ID, err, serr)
 			}
@@ -490,25 +540,63 @@ func (l *Log) allocate() string {
 }
 
 // headUpdate moves world's head to last if the head is below first (or
-// absent): the events first…last then commit after every event before
-// them. A failure returns the head.
-func headUpdate(world, first, last string) store.Action {
+// absent) and its events are written across shards partitions: the events
+// first…last then commit after every event before them, into the
+// partitions every reader of the head reads. A failure returns the head.
+func headUpdate(world, first, last string, shards int) store.Action {
+	same := store.Eq(attrShards, store.N(int64(shards)))
+	if shards <= 1 {
+		same = store.Or(store.NotExists(attrShards), same)
+	}
+	return headMove(world, first, last).When(store.And(headBelow(first), same))
+}
+
+// headMove is headUpdate's update of the head, its condition only that the
+// head is below first (the fence that settles an unknown outcome).
+func headMove(world, first, last string) store.Action {
 	return store.Update(EventHeadKey(world)).
 		SetAttr(AttrType, store.S(TypeEventHead)).
 		SetAttr(attrLast, store.S(last)).
-		When(store.Or(store.NotExists(attrLast), store.Lt(attrLast, store.S(first)))).
+		When(headBelow(first)).
 		OnFailReturn()
+}
+
+func headBelow(first string) store.Cond {
+	return store.Or(store.NotExists(attrLast), store.Lt(attrLast, store.S(first)))
+}
+
+// headShards is the count of shards a head item names (1 when none).
+func headShards(it store.Item) int {
+	if n, err := it.Int(attrShards); err == nil && n > 1 {
+		return int(n)
+	}
+	return 1
+}
+
+// RaiseShards is the action that writes world's shared events across
+// shards partitions from its next commit on (in the Write of a manifest
+// change): it creates the head if there is none, and never lowers it —
+// its condition fails if the head names more. A reader of the head reads
+// every partition it names; a writer that knew fewer fails the head's
+// condition and learns the count.
+func RaiseShards(world string, shards int) store.Action {
+	return store.Update(EventHeadKey(world)).
+		SetAttr(AttrType, store.S(TypeEventHead)).
+		SetAttr(attrShards, store.N(int64(shards))).
+		When(store.Or(store.NotExists(attrShards), store.Le(attrShards, store.N(int64(shards)))))
 }
 
 // settle decides an unknown outcome of the commit of the events
 // first…last: true if it committed, false if it did not and never will.
-func (l *Log) settle(ctx context.Context, first, last Event) (bool, error) {
+func (l *Log) settle(ctx context.Context, first, last Event, shards int) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	// The fence: the write in doubt carried this very update, so once it
 	// applies (or fails: the head at or past first), that write cannot
 	// commit any more.
-	_, err := l.store.Write(ctx, headUpdate(first.World, first.ID, last.ID))
+	// It is not conditioned on the shards: the write in doubt was, and
+	// shards only grow, so once they did that write cannot commit either.
+	_, err := l.store.Write(ctx, headMove(first.World, first.ID, last.ID))
 	switch {
 	case err == nil:
 		return false, nil // the head was below first: ours had not committed
@@ -517,7 +605,7 @@ func (l *Log) settle(ctx context.Context, first, last Event) (bool, error) {
 	}
 	// The head is at or past first: ours committed (all its events at
 	// once), or a later one did.
-	it, err := l.store.Get(ctx, EventKey(first))
+	it, err := l.store.Get(ctx, EventKeyIn(first, shards))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -572,20 +660,30 @@ func successor(id ulid.ULID) string {
 	return ulid.ULID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}.String()
 }
 
-// Head returns the highest event id committed in world, "" when none has
-// been: 1 GetItem, strongly consistent, so every event with an id up to
-// it has committed and can be read.
-func (l *Log) Head(ctx context.Context, world string) (string, error) {
+// Head is what a world's event head holds.
+type Head struct {
+	// Last is the highest event id committed ("" when none has been).
+	Last string
+	// Shards is how many partitions the world's shared events are written
+	// across (EventShardPK 0 … Shards-1), at least 1.
+	Shards int
+}
+
+// Head returns world's event head: 1 GetItem, strongly consistent, so every
+// event with an id up to Last has committed and can be read, in the
+// partitions Shards names.
+func (l *Log) Head(ctx context.Context, world string) (Head, error) {
 	it, err := l.store.Get(ctx, EventHeadKey(world))
 	if errors.Is(err, store.ErrNotFound) {
-		return "", nil
+		return Head{Shards: 1}, nil
 	}
 	if err != nil {
-		return "", err
+		return Head{}, err
 	}
-	last := it.Str(attrLast)
-	if _, err := ulid.ParseStrict(last); err != nil {
-		return "", fmt.Errorf("world: event head of %q holds %q, not an id", world, last)
+	h := Head{Last: it.Str(attrLast), Shards: headShards(it)}
+	if _, err := ulid.ParseStrict(h.Last); h.Last != "" && err != nil {
+		return Head{}, fmt.Errorf("world: event head of %q holds %q, not an id", world, h.Last)
 	}
-	return last, nil
+	l.shards.learn(world, h.Shards)
+	return h, nil
 }

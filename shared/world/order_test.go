@@ -91,23 +91,33 @@ func TestEventsPageCut(t *testing.T) {
 // the writes after it; the doubled count only repeated those rounds.
 func TestEventsConcurrentWriters(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
+		concurrentWriters(t, st, manifest("busy"), nil)
+	})
+}
+
+// concurrentWriters is TestEventsConcurrentWriters for world spec; midway,
+// when not nil, runs once half the writes are done, while the rest go on.
+func concurrentWriters(t *testing.T, st store.Store, spec world.Manifest, midway func(*world.Service)) {
+	t.Helper()
+	{
 		ctx := context.Background()
 		base := world.New(st, world.WithIDs(testIDs))
-		if _, _, err := base.PutWorld(ctx, manifest("busy"), key(0)); err != nil {
+		if _, _, err := base.PutWorld(ctx, spec, key(0)); err != nil {
 			t.Fatal(err)
 		}
 		limits := []int{1, 7, 100, 100}
 		readers := make([]world.Member, len(limits))
 		for i := range readers {
-			readers[i] = join(t, base, "busy", 10+i)
+			readers[i] = join(t, base, spec.ID, 10+i)
 		}
-		start := follow(t, base, "busy", readers[0].AWNID, "", 100)
+		start := follow(t, base, spec.ID, readers[0].AWNID, "", 100)
 		cursor := start[len(start)-1].ID
 
 		skews := []time.Duration{-time.Second, 0, 500 * time.Millisecond, time.Second}
 		const perWriter, workers = 24, 8
 		var writing sync.WaitGroup
-		var joins atomic.Int64
+		var joins, written atomic.Int64
+		var once sync.Once
 		// A reader that found nothing new waits for the next write (or the
 		// end) before it reads again: reading in a loop with nothing to read
 		// only burnt CPU — on DynamoDB Local, the server's — that the writers
@@ -125,18 +135,21 @@ func TestEventsConcurrentWriters(t *testing.T) {
 						var err error
 						switch i % 6 {
 						case 0:
-							_, _, err = s.Join(ctx, "busy", key(1000+int(joins.Add(1))), nil)
+							_, _, err = s.Join(ctx, spec.ID, key(1000+int(joins.Add(1))), nil)
 						case 1:
-							_, err = s.SubmitAction(ctx, "busy", readers[0].AWNID, "act", json.RawMessage(fmt.Sprintf(`{"w":%d,"i":%d}`, w, i)))
+							_, err = s.SubmitAction(ctx, spec.ID, readers[0].AWNID, "act", json.RawMessage(fmt.Sprintf(`{"w":%d,"i":%d}`, w, i)))
 						case 2, 3:
 							r := readers[(w+i)%len(readers)]
-							err = s.Append(ctx, world.Event{Type: world.MessageReceived, World: "busy", Data: json.RawMessage(`{}`), Visibility: world.Private, Recipient: r.AWNID})
+							err = s.Append(ctx, world.Event{Type: world.MessageReceived, World: spec.ID, Data: json.RawMessage(`{}`), Visibility: world.Private, Recipient: r.AWNID})
 						default:
-							err = s.Append(ctx, world.Event{Type: world.PresenceChanged, World: "busy", Data: json.RawMessage(`{}`), Visibility: world.Public})
+							err = s.Append(ctx, world.Event{Type: world.PresenceChanged, World: spec.ID, Data: json.RawMessage(`{}`), Visibility: world.Public})
 						}
 						if err != nil {
 							t.Errorf("writer %d (%v): %v", w, skew, err)
 							return
+						}
+						if midway != nil && written.Add(1) == int64(len(skews)*perWriter/2) {
+							once.Do(func() { midway(base) })
 						}
 						for _, c := range wrote {
 							select {
@@ -161,7 +174,7 @@ func TestEventsConcurrentWriters(t *testing.T) {
 						finished = true
 					default:
 					}
-					page, err := base.Events(ctx, "busy", m.AWNID, after, limits[r])
+					page, err := base.Events(ctx, spec.ID, m.AWNID, after, limits[r])
 					if err != nil {
 						t.Error(err)
 						return
@@ -187,7 +200,7 @@ func TestEventsConcurrentWriters(t *testing.T) {
 			return
 		}
 		for r, m := range readers {
-			want := worldtest.VisibleIDs(t, st, "busy", m.AWNID)
+			want := worldtest.VisibleIDs(t, st, spec.ID, m.AWNID)
 			want = want[slices.Index(want, cursor)+1:]
 			got := ids(seen[r])
 			if !slices.Equal(got, want) {
@@ -201,7 +214,7 @@ func TestEventsConcurrentWriters(t *testing.T) {
 					r, limits[r], len(got), len(want), missed, dup, slices.IsSorted(got))
 			}
 		}
-	})
+	}
 }
 
 // TestEventsFutureCursor is issue 26's sixth repro: a cursor later than

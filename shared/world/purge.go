@@ -23,7 +23,8 @@ import (
 //     partitions PartitionsOf names: its inbox and private events (this
 //     package), its pending webhook retries and dead letters and its rate
 //     windows (named by the builder, WithAgentPartitions);
-//   - the shared events partition and the event head.
+//   - the shared events' partitions (as many shards as the event head
+//     names) and the event head.
 //
 // Purge works in steps, each idempotent and each leaving the world in a
 // state the next step can start from, so a crash anywhere resumes:
@@ -35,7 +36,8 @@ import (
 //     from then on;
 //  2. a page of roster items (up to 100): each agent's partitions are
 //     emptied page by page, then the roster items deleted;
-//  3. the rest of the world partition, the shared events, the event head,
+//  3. the rest of the world partition, the shared events (the head read
+//     first for their shards, 1 GetItem), the event head,
 //     a page of up to 100 items at a time (1 Query and 1 Write each);
 //  4. the marker: the name is free.
 //
@@ -143,7 +145,17 @@ func (p *purge) run() error {
 	if err := p.roster(); err != nil {
 		return err
 	}
-	for _, pk := range []string{WorldPK(p.world), SharedEventsPK(p.world)} {
+	// The head names the shards of the shared events; it goes last, so a
+	// purge resumed after a failure reads it again.
+	h, err := p.s.log.Head(p.ctx, p.world)
+	if err != nil {
+		return err
+	}
+	pks := []string{WorldPK(p.world)}
+	for n := range h.Shards {
+		pks = append(pks, EventShardPK(p.world, n))
+	}
+	for _, pk := range pks {
 		if err := p.empty(pk); err != nil {
 			return err
 		}

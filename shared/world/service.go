@@ -67,9 +67,12 @@ const (
 	attrOwnerKeyID  = "ownerKeyId"
 	// attrMembers is the member count; attrSlots the slot counter (the
 	// last slot handed out). Both change by UpdateItem ADD only.
-	attrMembers   = "members"
-	attrSlots     = "slots"
-	attrUpdatedAt = "updatedAt"
+	attrMembers = "members"
+	// attrEventShards is the manifest's copy of the head's shards (what
+	// the world shows); the head's is the one readers and writers use.
+	attrEventShards = "eventShards"
+	attrSlots       = "slots"
+	attrUpdatedAt   = "updatedAt"
 
 	attrAWNID      = "awnId"
 	attrKeyID      = "keyId"
@@ -206,6 +209,9 @@ func validateManifest(m *Manifest) error {
 			return invalid("%s", ident.UnsafeRuneError(f.field, c))
 		}
 	}
+	if m.EventShards < 0 || m.EventShards > MaxEventShards {
+		return invalid("eventShards must be between 1 and %d (or absent), not %d", MaxEventShards, m.EventShards)
+	}
 	if m.MaxMembers < 0 || m.MaxMembers > MaxMembersCap {
 		return invalid("maxMembers must be between 1 and %d (or absent for no cap), not %d", MaxMembersCap, m.MaxMembers)
 	}
@@ -276,6 +282,14 @@ func decodeManifest(it store.Item) (Manifest, error) {
 		if m.MaxMembers, err = it.Int(attrMaxMember); err != nil {
 			return Manifest{}, fmt.Errorf("world: manifest %s: %w", it.Key(), err)
 		}
+	}
+	m.EventShards = 1
+	if _, ok := it[attrEventShards]; ok {
+		n, err := it.Int(attrEventShards)
+		if err != nil {
+			return Manifest{}, fmt.Errorf("world: manifest %s: %w", it.Key(), err)
+		}
+		m.EventShards = int(n)
 	}
 	return m, nil
 }
@@ -353,6 +367,10 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 			if m.MaxMembers > 0 {
 				it[attrMaxMember] = store.N(m.MaxMembers)
 			}
+			m.EventShards = max(m.EventShards, 1)
+			if m.EventShards > 1 {
+				it[attrEventShards] = store.N(int64(m.EventShards))
+			}
 			m.OwnerKey, m.OwnerKeyID = append(ed25519.PublicKey(nil), signer...), keyID
 			m.OwnerAWNID, m.Status = auth.AWNID(signer), StatusOpen
 			m.Members, m.CreatedAt, m.UpdatedAt = 0, now, now
@@ -363,6 +381,9 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 			// The owner's index item (the agent's own view) last, so the
 			// deletion check stays action 1.
 			acts = append(acts, ownedIndexPut(m.ID, signer, now))
+			if m.EventShards > 1 {
+				acts = append(acts, RaiseShards(m.ID, m.EventShards))
+			}
 			_, err := s.store.Write(ctx, acts...)
 			var cf *store.ConditionFailedError
 			if errors.As(err, &cf) && cf.Action == 1 {
@@ -375,6 +396,7 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 				return Manifest{}, false, apierror.FromStore("create world", err)
 			}
 			s.keys.Put(signer) // the owner's next update need not read its key
+			s.log.shards.learn(m.ID, m.EventShards)
 			return m, true, nil
 		case err != nil:
 			return Manifest{}, false, apierror.FromStore("read world", err)
@@ -387,6 +409,16 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 			return Manifest{}, false, internal(err)
 		}
 		ver, _ := cur.Int(attrListVer) // absent: 0
+		shards := old.EventShards
+		switch {
+		case m.EventShards == 0:
+			// absent: as it is
+		case m.EventShards < old.EventShards:
+			return Manifest{}, false, apierror.New(apierror.Conflict,
+				"eventShards can only grow: world %s writes its events across %d partitions, not fewer", apierror.Quote(m.ID), old.EventShards)
+		default:
+			shards = m.EventShards
+		}
 		now := s.now().UTC()
 		up := store.Update(ManifestKey(m.ID)).
 			SetAttr(attrName, store.S(m.Name)).
@@ -412,9 +444,18 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 		if _, ok := cur[attrListVer]; !ok {
 			listed = store.NotExists(attrListVer)
 		}
+		if shards > old.EventShards {
+			up = up.SetAttr(attrEventShards, store.N(int64(shards)))
+		}
 		out := old
 		out.Name, out.Description, out.Category, out.Actions, out.MaxMembers, out.UpdatedAt = m.Name, m.Description, m.Category, m.Actions, m.MaxMembers, now
+		out.EventShards = shards
 		acts := append([]store.Action{up.When(store.And(store.Eq(attrOwnerKeyID, store.S(keyID)), listed))}, listingPuts(out, ver)...)
+		if shards > old.EventShards {
+			// The head, with the manifest: the next commit of the world
+			// writes across the new shards.
+			acts = append(acts, RaiseShards(m.ID, shards))
+		}
 		if out.Category == "" {
 			for _, l := range listingSlots {
 				if l.category {
@@ -429,6 +470,7 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 		if err != nil {
 			return Manifest{}, false, apierror.FromStore("update world", err)
 		}
+		s.log.shards.learn(m.ID, shards)
 		return out, false, nil
 	}
 	return Manifest{}, false, &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,

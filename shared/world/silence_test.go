@@ -196,8 +196,8 @@ func TestCommitAll(t *testing.T) {
 		if _, err := log.CommitAll(ctx, evs, store.Check(guardKey, store.ItemExists())); !errors.Is(err, store.ErrConditionFailed) {
 			t.Fatalf("a failed condition: %v, want ErrConditionFailed", err)
 		}
-		if head, err := log.Head(ctx, "arena"); err != nil || head != "" {
-			t.Fatalf("after a failed commit the head is %q (%v), want none", head, err)
+		if head, err := log.Head(ctx, "arena"); err != nil || head.Last != "" {
+			t.Fatalf("after a failed commit the head is %q (%v), want none", head.Last, err)
 		}
 		if _, err := st.Write(ctx, store.Put(guardKey, store.Item{"type": store.S("test")})); err != nil {
 			t.Fatal(err)
@@ -209,8 +209,8 @@ func TestCommitAll(t *testing.T) {
 		if len(got) != 2 || got[0].ID >= got[1].ID || got[0].Type != "test.one" {
 			t.Fatalf("committed %+v, want test.one then test.two with increasing ids", got)
 		}
-		if head, err := log.Head(ctx, "arena"); err != nil || head != got[1].ID {
-			t.Fatalf("head %q (%v), want %q", head, err, got[1].ID)
+		if head, err := log.Head(ctx, "arena"); err != nil || head.Last != got[1].ID {
+			t.Fatalf("head %q (%v), want %q", head.Last, err, got[1].ID)
 		}
 		page, err := st.Query(ctx, store.Query{PK: world.SharedEventsPK("arena")})
 		if err != nil || len(page.Items) != 2 {

@@ -24,6 +24,12 @@ type Manifest struct {
 	Status string
 	// MaxMembers caps the members; 0 means no cap.
 	MaxMembers int64
+	// EventShards is how many partitions the world's shared events are
+	// written across (1 to MaxEventShards; 0 in a request: 1 at creation,
+	// unchanged at an update). It only grows. One partition takes about
+	// 500 events a second; each shard costs a poll one Query more
+	// (docs/scale.md).
+	EventShards int
 	// Members is how many agents are joined now.
 	Members   int64
 	CreatedAt time.Time

@@ -107,7 +107,7 @@ func seed(t testing.TB, st store.Store, w string, members, former, messages, hoo
 	t.Helper()
 	ctx := context.Background()
 	s := world.New(st)
-	if _, _, err := s.PutWorld(ctx, world.Manifest{ID: w, Category: "doomed"}, key(0)); err != nil {
+	if _, _, err := s.PutWorld(ctx, world.Manifest{ID: w, Category: "doomed", EventShards: 4}, key(0)); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string

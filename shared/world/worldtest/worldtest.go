@@ -13,11 +13,12 @@ import (
 )
 
 // VisibleIDs returns the ids of every event of w that awnID may see, read
-// straight from st (the shared partition and awnID's private one, every
-// page), sorted; awnID "" reads the shared partition only.
+// straight from st (every shard of the shared events that any world may
+// have, not only those its head names, and awnID's private partition,
+// every page), sorted; awnID "" reads the shared events only.
 func VisibleIDs(t testing.TB, st store.Store, w, awnID string) []string {
 	t.Helper()
-	pks := []string{world.SharedEventsPK(w)}
+	pks := SharedPKs(w)
 	if awnID != "" {
 		pks = append(pks, world.PrivateEventsPK(w, awnID))
 	}
@@ -48,24 +49,37 @@ func VisibleIDs(t testing.TB, st store.Store, w, awnID string) []string {
 func CountShared(t testing.TB, st store.Store, w, typ string) int {
 	t.Helper()
 	n := 0
-	q := store.Query{PK: world.SharedEventsPK(w)}
-	for {
-		page, err := st.Query(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Items {
-			e, err := world.DecodeEvent(it)
+	for _, pk := range SharedPKs(w) {
+		q := store.Query{PK: pk}
+		for {
+			page, err := st.Query(context.Background(), q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.Type == typ {
-				n++
+			for _, it := range page.Items {
+				e, err := world.DecodeEvent(it)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Type == typ {
+					n++
+				}
 			}
+			if page.Cursor == "" {
+				break
+			}
+			q.Cursor = page.Cursor
 		}
-		if page.Cursor == "" {
-			return n
-		}
-		q.Cursor = page.Cursor
 	}
+	return n
+}
+
+// SharedPKs are the partitions the shared events of w may be in: every
+// shard up to world.MaxEventShards.
+func SharedPKs(w string) []string {
+	pks := make([]string, world.MaxEventShards)
+	for n := range pks {
+		pks[n] = world.EventShardPK(w, n)
+	}
+	return pks
 }
