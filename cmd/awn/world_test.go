@@ -490,10 +490,16 @@ func TestWorldCommands(t *testing.T) {
 		rawString(t, req.Body["category"]) != "game" || string(req.Body["actions"]) != `[{"name":"move","description":"move one square"},{"name":"resign"}]` {
 		t.Errorf("world create body %s", req.Body)
 	}
-	// Again: an update by the owner.
-	r = awn(t, a.env, "world", "create", "arena", "--name", "The Arena", "--action", "move", "--action", "resign")
+	if _, ok := req.Body["eventShards"]; ok {
+		t.Errorf("world create without --event-shards sent eventShards: %s", req.Body)
+	}
+	// Again: an update by the owner, raising the event shards.
+	r = awn(t, a.env, "world", "create", "arena", "--name", "The Arena", "--action", "move", "--action", "resign", "--event-shards", "4")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "updated world arena\n") {
 		t.Fatalf("world create again: %v", r)
+	}
+	if req := f.want(t, "PUT", "/v0/worlds/arena", &a); string(req.Body["eventShards"]) != "4" {
+		t.Errorf("world create --event-shards 4 sent %s", req.Body)
 	}
 	f.requests()
 	// Another key may not.

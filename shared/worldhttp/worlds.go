@@ -51,6 +51,9 @@ type manifestOut struct {
 	Status      string             `json:"status"`
 	// MaxMembers is null when the world has no cap.
 	MaxMembers *int64 `json:"maxMembers"`
+	// EventShards is how many partitions the world's events are written
+	// across (1 unless its owner raised it).
+	EventShards int `json:"eventShards"`
 	// Members is memberCount under its first name, kept for clients
 	// that read it.
 	Members     int64  `json:"members"`
@@ -69,7 +72,7 @@ func manifestJSON(m world.Manifest, base string) manifestOut {
 	}
 	out := manifestOut{
 		WorldID: m.ID, Name: m.Name, Description: m.Description, Category: m.Category, Actions: actions,
-		OwnerKeyID: m.OwnerKeyID, OwnerAWNID: m.OwnerAWNID, Status: m.Status, Members: m.Members, MemberCount: m.Members,
+		OwnerKeyID: m.OwnerKeyID, OwnerAWNID: m.OwnerAWNID, Status: m.Status, EventShards: max(m.EventShards, 1), Members: m.Members, MemberCount: m.Members,
 		CreatedAt: timestamp(m.CreatedAt), UpdatedAt: timestamp(m.UpdatedAt), CardURL: cardURL(base, m.ID),
 	}
 	if m.MaxMembers > 0 {
@@ -99,6 +102,10 @@ type putBody struct {
 	Actions     []world.ActionSpec `json:"actions"`
 	// MaxMembers caps the members (absent or null: no cap).
 	MaxMembers *int64 `json:"maxMembers"`
+	// EventShards writes the world's events across this many partitions
+	// (1–16; absent or null: 1 at creation, unchanged at an update). It
+	// only grows: fewer than the world has is 409.
+	EventShards *int `json:"eventShards"`
 }
 
 // putKey is the BodyKey of PUT /v0/worlds/{world}: the body's publicKey;
@@ -182,6 +189,12 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 				return apierror.New(apierror.Invalid, "maxMembers must be between 1 and %d (or absent for no cap)", world.MaxMembersCap)
 			}
 			want.MaxMembers = *in.MaxMembers
+		}
+		if in.EventShards != nil {
+			if *in.EventShards < 1 || *in.EventShards > world.MaxEventShards {
+				return apierror.New(apierror.Invalid, "eventShards must be between 1 and %d (or absent)", world.MaxEventShards)
+			}
+			want.EventShards = *in.EventShards
 		}
 		var (
 			m     world.Manifest

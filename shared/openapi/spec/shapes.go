@@ -128,6 +128,7 @@ type worldBody struct {
 	Category    string       `json:"category,omitempty" example:"social"`
 	Actions     []actionSpec `json:"actions,omitempty"`
 	MaxMembers  *int64       `json:"maxMembers,omitempty" doc:"the most members (absent or null: no cap)"`
+	EventShards *int         `json:"eventShards,omitempty" doc:"partitions the world's events are written across, 1 to 16 (absent or null: 1 at creation, unchanged at an update); only grows, fewer is 409" example:"1"`
 }
 
 // manifest mirrors worldhttp's manifestOut.
@@ -141,6 +142,7 @@ type manifest struct {
 	OwnerAWNID  string       `json:"ownerAwnId"`
 	Status      string       `json:"status" doc:"open or closed"`
 	MaxMembers  *int64       `json:"maxMembers"`
+	EventShards int          `json:"eventShards" doc:"partitions the world's events are written across (1 unless raised)"`
 	Members     int64        `json:"members" doc:"memberCount under its first name"`
 	MemberCount int64        `json:"memberCount"`
 	CreatedAt   string       `json:"createdAt"`
