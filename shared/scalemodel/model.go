@@ -74,6 +74,26 @@ func WorldEvents() Workload {
 	}}
 }
 
+// EventShards is the shards of the sharded world's events (world's
+// MaxEventShards; a test keeps the two equal).
+const EventShards = 16
+
+// ShardedWorldEvents is WorldEvents in a world whose owner set eventShards
+// to 16: each event is written to the shard its id hashes to
+// (EVENTS#<world> is shard 0, EVENTS#<world>#s1 … #s15 the others, one
+// pattern here), so the events' partition load is spread 16 ways. The
+// member's check and the event head are as they were.
+func ShardedWorldEvents() Workload {
+	return Workload{Name: "world of 16 event shards at 5,000 events/s", Rate: 5000,
+		Units: map[string]float64{
+			"WORLD#<world>":       2,
+			"EVENTS#<world>#s<n>": 2,
+			"EVENTHEAD#<world>":   2,
+		},
+		Spread: map[string]float64{"EVENTS#<world>#s<n>": EventShards},
+	}
+}
+
 // InboxMessages is one recipient getting 1,000 messages a second:
 // each send is one transaction of the recipient's and the sender's
 // member checks, the message, its private message.received event and

@@ -14,6 +14,14 @@ func TestListingShardsMatchTheWorld(t *testing.T) {
 	}
 }
 
+// TestEventShardsMatchTheWorld keeps the model's event shards the most a
+// world may set.
+func TestEventShardsMatchTheWorld(t *testing.T) {
+	if scalemodel.EventShards != world.MaxEventShards {
+		t.Fatalf("model: %d event shards; shared/world allows %d", scalemodel.EventShards, world.MaxEventShards)
+	}
+}
+
 // TestModelLoads pins the hottest key of each workload and its load, the
 // figures docs/scale.md's table states.
 func TestModelLoads(t *testing.T) {
@@ -23,6 +31,7 @@ func TestModelLoads(t *testing.T) {
 		units float64
 	}{
 		{scalemodel.WorldEvents(), "EVENTHEAD#<world>", 10000},
+		{scalemodel.ShardedWorldEvents(), "EVENTHEAD#<world>", 10000},
 		{scalemodel.InboxMessages(), "WORLD#<world>", 4000},
 		{scalemodel.FanOut(), "WHSTATS#<world>#<awnId>", 0.1},
 		{scalemodel.RegistryJoins(), "gsi1:WORLDS#mem#*#<n>", 500},

@@ -157,9 +157,23 @@ func TestSimulationMatchesModel(t *testing.T) {
 	// never runs ahead of an event's id: a commit writes once.
 	before := func() time.Time { return time.Now().Add(-time.Hour) }
 	alice, bob := auth.AWNID(key(1)), auth.AWNID(key(2))
+	// The sharded world's events: shard 0 is the world's events partition,
+	// the others have a suffix; all 16 are one pattern.
+	var shardNames []string
+	for i := scalemodel.EventShards - 1; i >= 1; i-- { // #s15 before #s1
+		shardNames = append(shardNames, world.EventShardPK("sim", i), "EVENTS#<world>#s<n>")
+	}
+	shardNames = append(shardNames, world.EventShardPK("sim", 0), "EVENTS#<world>#s<n>")
 	sims := []struct {
 		w   scalemodel.Workload
 		run func(t *testing.T, m *meter) int // sets up, m.take()s, runs; returns operations
+		// names are this simulation's own key names, before the shared ones.
+		names []string
+		// hashed are keys spread by a hash of a random id (an event's),
+		// not of a name the simulation chose: their even share is a
+		// binomial's mean, and the hottest is held to 5 standard
+		// deviations above it.
+		hashed map[string]bool
 	}{
 		{scalemodel.WorldEvents(), func(t *testing.T, m *meter) int {
 			ctx := t.Context()
@@ -174,7 +188,31 @@ func TestSimulationMatchesModel(t *testing.T) {
 				}
 			}
 			return n
-		}},
+		}, nil, nil},
+		{scalemodel.ShardedWorldEvents(), func(t *testing.T, m *meter) int {
+			// 320 events over 16 shards: 20 a shard on average, so none
+			// is left empty by chance (p ≈ 1e-8) and the spread shows.
+			const events = 320
+			ctx := t.Context()
+			s := world.New(m, world.WithClock(before))
+			spec := world.Manifest{ID: "sim", Description: "a simulated world", EventShards: scalemodel.EventShards,
+				Actions: []world.ActionSpec{{Name: "move", Description: "moves"}}}
+			if _, _, err := s.PutWorld(ctx, spec, key(0)); err != nil {
+				t.Fatal(err)
+			}
+			join(t, s, "sim", key(1))
+			s = world.New(m)
+			if _, err := s.SubmitAction(ctx, "sim", alice, "move", json.RawMessage(`{"n":-1}`)); err != nil {
+				t.Fatal(err) // a new instance learns the shards from the head: once
+			}
+			m.take()
+			for i := range events {
+				if _, err := s.SubmitAction(ctx, "sim", alice, "move", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return events
+		}, shardNames, map[string]bool{"EVENTS#<world>#s<n>": true}},
 		{scalemodel.InboxMessages(), func(t *testing.T, m *meter) int {
 			s := world.New(m, world.WithClock(before))
 			create(t, s, "sim")
@@ -187,7 +225,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 				}
 			}
 			return n
-		}},
+		}, nil, nil},
 		{scalemodel.FanOut(), func(t *testing.T, m *meter) int {
 			ctx := t.Context()
 			var got sync.WaitGroup
@@ -236,7 +274,7 @@ func TestSimulationMatchesModel(t *testing.T) {
 			}
 			got.Wait()
 			return n // deliveries
-		}},
+		}, nil, nil},
 		{scalemodel.RegistryJoins(), func(t *testing.T, m *meter) int {
 			const worlds = n // one join each, hashed over the listing's shards
 			s := world.New(m)
@@ -250,12 +288,12 @@ func TestSimulationMatchesModel(t *testing.T) {
 				join(t, s, fmt.Sprintf("reg%d", i%worlds), key(10+i))
 			}
 			return n
-		}},
+		}, nil, nil},
 	}
 	for _, sim := range sims {
 		t.Run(sim.w.Name, func(t *testing.T) {
 			client, table := dynamolocal.NewTable(t, local)
-			names := []string{"sim", "<world>", bob, "<to>"}
+			names := append(slices.Clone(sim.names), "sim", "<world>", bob, "<to>")
 			for i := range n {
 				names = append(names, fmt.Sprintf("aw:r%03d", i), "<awnId>")
 			}
@@ -281,8 +319,16 @@ func TestSimulationMatchesModel(t *testing.T) {
 						top = max(top, u)
 					}
 					t.Logf("%-26s spread over %.0f partitions, the hottest %.0f units (%.0f%%); model: over %.0f", k, parts, top, 100*top/got[k], spread)
-					if want := min(spread, ops); parts != want || top > 1.25*got[k]/parts {
-						t.Errorf("%s: %.0f partitions, the hottest with %.0f of %.0f units; want %.0f, none over 1.25× an even share", k, parts, top, got[k], want)
+					even := got[k] / parts
+					bound := 1.25 * even
+					if sim.hashed[k] {
+						// ops operations, each on one of parts at random:
+						// the binomial's standard deviation, in units.
+						sd := math.Sqrt(ops*(1/parts)*(1-1/parts)) * want
+						bound = max(bound, even+5*sd)
+					}
+					if want := min(spread, ops); parts != want || top > bound {
+						t.Errorf("%s: %.0f partitions, the hottest with %.0f of %.0f units; want %.0f, none over %.0f (an even share %.1f)", k, parts, top, got[k], want, bound, even)
 					}
 				}
 				hottest = max(hottest, got[k])
