@@ -879,8 +879,9 @@ func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.P
 		// Verified before in this instance: the key is its keyid's, so
 		// only the membership is left to prove, and the request's first
 		// store call carries it (in its transaction, or beside its read).
-		s.guardMembership(ctx, world, keyID)
-		return pub, auth.AWNID(pub), nil
+		awnID := auth.AWNID(pub)
+		s.guardMembership(ctx, world, keyID, awnID)
+		return pub, awnID, nil
 	}
 	it, err := s.store.Get(ctx, MemberKeyKey(world, keyID))
 	if errors.Is(err, store.ErrNotFound) {
@@ -909,12 +910,17 @@ func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.P
 	return ed25519.PublicKey(pub), awnID, nil
 }
 
-// guardMembership adds to the request's guard that keyID is a member of
-// world (its member key item exists: NotJoined otherwise) and that the
-// world exists.
-func (s *Service) guardMembership(ctx context.Context, world, keyID string) {
+// guardMembership adds to the request's guard that keyID, awnID's key, is
+// a member of world (its member key item exists: NotJoined otherwise) and
+// that the world exists. The member item is the member key item's twin (a
+// join writes both, a removal deletes both, in one transaction), so a
+// write that checks or conditions the member itself (MemberCheck: an
+// action, a message's sender; a poll's record) holds the membership, and
+// the guard's check is not carried there.
+func (s *Service) guardMembership(ctx context.Context, world, keyID, awnID string) {
 	guard.Add(ctx, s.store, guard.Part{Action: store.Check(MemberKeyKey(world, keyID), store.ItemExists()),
-		Refused: func(*store.ConditionFailedError) error { return notJoined(world) }})
+		Refused: func(*store.ConditionFailedError) error { return notJoined(world) },
+		Twins:   []store.Key{MemberKey(world, awnID)}})
 	s.guardWorld(ctx, world)
 }
 

@@ -99,6 +99,12 @@ type Part struct {
 	Action store.Action
 	// Refused is the error to answer when Action's condition fails.
 	Refused func(*store.ConditionFailedError) error
+	// Twins are the keys of items that exist exactly when a check's item
+	// does (written and deleted in the same transactions: a member key
+	// item and its member item): a writer's own action requiring one of
+	// them to exist holds the check as well, which is then not carried
+	// (a ConditionCheck, 2 write units, saved).
+	Twins []store.Key
 }
 
 // state of a Request's guard.

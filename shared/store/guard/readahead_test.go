@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -206,5 +207,76 @@ func TestImpliedCheck(t *testing.T) {
 		if !exists(t, mem, nonceK) {
 			t.Fatal("the nonce was not carried")
 		}
+	}
+}
+
+// writes records the actions of every Write.
+type writes struct {
+	store.Store
+	mu   sync.Mutex
+	acts [][]store.Action
+}
+
+func (w *writes) Write(ctx context.Context, acts ...store.Action) ([]store.Item, error) {
+	w.mu.Lock()
+	w.acts = append(w.acts, acts)
+	w.mu.Unlock()
+	return w.Store.Write(ctx, acts...)
+}
+
+// A guard check of an item is held by a write whose own action requires
+// the check's twin (an item that exists exactly when it does: a member key
+// and its member): it is not carried, the write is one call, and when both
+// are gone the guard's error answers. A writer's action on the twin that
+// does not require it leaves the check carried.
+func TestTwinImpliesCheck(t *testing.T) {
+	twinK := store.Key{PK: "WORLD#w", SK: "MEMBER#a"}
+	for _, c := range []struct {
+		name    string
+		own     store.Action
+		gone    bool
+		carried bool
+	}{
+		{"checked twin", store.Check(twinK, store.ItemExists()), false, false},
+		{"checked twin, both gone", store.Check(twinK, store.ItemExists()), true, false},
+		{"twin updated unconditionally", store.Update(twinK).SetAttr("n", store.N(1)), false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.New()
+			t.Cleanup(func() { _ = mem.Close() })
+			if !c.gone {
+				for _, k := range []store.Key{memberK, twinK} {
+					if _, err := mem.Write(context.Background(), store.Put(k, store.Item{"type": store.S("x")})); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			w := &writes{Store: mem}
+			g := guard.Wrap(w)
+			ctx, _ := guard.Begin(context.Background())
+			addNonce(t, ctx, g)
+			guard.Add(ctx, g, guard.Part{Action: store.Check(memberK, store.ItemExists()),
+				Refused: func(*store.ConditionFailedError) error { return errMember }, Twins: []store.Key{twinK}})
+			_, err := g.Write(ctx, c.own, store.Put(domainK, store.Item{"type": store.S("x")}))
+			if c.gone {
+				if !errors.Is(err, errMember) {
+					t.Fatalf("both gone: %v, want the check's error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(w.acts) != 1 {
+				t.Fatalf("%d writes, want 1 carrying the guard", len(w.acts))
+			}
+			checked := slices.ContainsFunc(w.acts[0], func(a store.Action) bool { return a.Key == memberK })
+			if checked != c.carried {
+				t.Fatalf("the guard's check carried: %v, want %v (actions %v)", checked, c.carried, w.acts[0])
+			}
+			if !slices.ContainsFunc(w.acts[0], func(a store.Action) bool { return a.Key == nonceK }) {
+				t.Fatal("the nonce was not carried")
+			}
+		})
 	}
 }
