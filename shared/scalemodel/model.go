@@ -63,9 +63,15 @@ func (w Workload) Loads() []KeyLoad {
 // (NONCE#<keyid> 1 unit, RATE#<world>#<awnId> 1 unit) are left out: they
 // spread over the senders.
 
-// WorldEvents is one world taking 5,000 submitted actions a second:
-// each is one transaction of the member's ConditionCheck, the event
-// and the world's event head (shared/world, Log.Commit).
+// WorldEvents is one world taking 5,000 submitted actions a second
+// (POST …/actions) from members whose keys the instance verified before:
+// the request's guard goes beside the action's read of the manifest (its
+// nonce and rate-limit count as lone writes, left out here; its checks of
+// the member key and the manifest as reads), then one transaction of the
+// member's ConditionCheck, the event and the world's event head
+// (shared/world, Log.Commit). (A key's first request on an instance
+// carries its guard in that transaction instead, the manifest's check
+// with it: 2 units more on WORLD#<world>, once per key and instance.)
 func WorldEvents() Workload {
 	return Workload{Name: "world at 5,000 events/s", Rate: 5000, Units: map[string]float64{
 		"WORLD#<world>":     2,
@@ -94,13 +100,18 @@ func ShardedWorldEvents() Workload {
 	}
 }
 
-// InboxMessages is one recipient getting 1,000 messages a second:
-// each send is one transaction of the recipient's and the sender's
-// member checks, the message, its private message.received event and
-// the world's event head (shared/inbox, Send).
+// InboxMessages is one recipient getting 1,000 messages a second from
+// many senders (POST …/messages): each send is one transaction of the
+// request's guard (its nonce and rate-limit count, left out here, and the
+// check that the world's manifest exists), the recipient's and the
+// sender's member checks, the message, its private message.received event
+// and the world's event head (shared/inbox, Send). The guard's check of
+// the sender's member key is not carried: the sender's member check, its
+// twin, holds it. So three ConditionChecks on WORLD#<world>, one of them
+// the manifest's, a single item.
 func InboxMessages() Workload {
 	return Workload{Name: "inbox at 1,000 messages/s", Rate: 1000, Units: map[string]float64{
-		"WORLD#<world>":       4,
+		"WORLD#<world>":       6,
 		"INBOX#<world>#<to>":  2,
 		"EVENTS#<world>#<to>": 2,
 		"EVENTHEAD#<world>":   2,
