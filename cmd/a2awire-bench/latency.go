@@ -313,6 +313,7 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		{"7a", "world send", "world-send", 201, fixed(a.key, "POST", "/v0/worlds/lobby/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, b.id))},
 		{"7b", "world messages (peek)", "world-messages", 200, fixed(b.key, "GET", "/v0/worlds/lobby/messages?peek=true&limit=10", "")},
 		{"7c", "world event poll (wait=0)", "world-events", 200, fixed(b.key, "GET", "/v0/worlds/lobby/events", "")},
+		{"7c2", "world event poll (wait=0), a world of 16 event shards", "world-events", 200, fixed(b.key, "GET", "/v0/worlds/bench-sharded/events", "")},
 		{"7d", "world agents list", "world-agents", 200, fixed(a.key, "GET", "/v0/worlds/lobby/agents", "")},
 		{"7e", "world join (a new member each request)", "world-join", 201, func(_ context.Context, i int) (latencyRequest, error) {
 			m := fresh(0x7e00, i)
@@ -409,6 +410,16 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 	}
 	if st, body, err := httpSigned(ctx, srv.URL, a.key, "PUT", "/v0/worlds/bench-owned", fmt.Sprintf(`{"publicKey":%q,"name":"Bench"}`, a.publicKey())); err != nil || (st != 200 && st != 201) {
 		return fail(fmt.Errorf("create bench-owned: %d %s %v", st, body, err))
+	}
+	// Row 7c2's world: its events written across 16 shards, so a poll
+	// Queries 16 partitions and the private one side by side.
+	if st, body, err := httpSigned(ctx, srv.URL, a.key, "PUT", "/v0/worlds/bench-sharded", fmt.Sprintf(`{"publicKey":%q,"name":"Bench","eventShards":16}`, a.publicKey())); err != nil || (st != 200 && st != 201) {
+		return fail(fmt.Errorf("create bench-sharded: %d %s %v", st, body, err))
+	}
+	for _, w := range []worldMember{a, b} {
+		if err := joinFresh(ctx, w, "bench-sharded"); err != nil {
+			return fail(err)
+		}
 	}
 	sr.operator = h.NetworkKey()
 	if err := sr.setUp(ctx, rt, joinFresh); err != nil {
