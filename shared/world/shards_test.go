@@ -16,30 +16,6 @@ import (
 	"github.com/a2awire/a2awire/shared/world/worldtest"
 )
 
-// placement returns, for every shared event of w in the table (every
-// partition it may be in), the partition it is in, by event id.
-func placement(t *testing.T, st store.Store, w string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, pk := range worldtest.SharedPKs(w) {
-		q := store.Query{PK: pk}
-		for {
-			page, err := st.Query(context.Background(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range page.Items {
-				out[it.Key().SK] = pk
-			}
-			if page.Cursor == "" {
-				break
-			}
-			q.Cursor = page.Cursor
-		}
-	}
-	return out
-}
-
 // TestShardedEventsConcurrentWriters is TestEventsConcurrentWriters for a
 // world created with 3 event shards whose owner raises them to 8 halfway
 // through, while four services that knew nothing of either count go on
@@ -61,7 +37,7 @@ func TestShardedEventsConcurrentWriters(t *testing.T) {
 		if t.Failed() {
 			return
 		}
-		pks := placement(t, st, "sharded")
+		pks := worldtest.Placement(t, st, "sharded")
 		var high int
 		for id, pk := range pks {
 			e := world.Event{ID: id, World: "sharded", Visibility: world.Public}
@@ -107,7 +83,7 @@ func TestShardsComeFromTheHead(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if left := placement(t, st, "phoenix"); len(left) != 0 {
+		if left := worldtest.Placement(t, st, "phoenix"); len(left) != 0 {
 			t.Fatalf("the deletion left %d events", len(left))
 		}
 		reader := world.New(st, world.WithIDs(testIDs))
@@ -168,7 +144,7 @@ func TestEventShardsOnlyGrow(t *testing.T) {
 		if err := fresh.Append(ctx, world.Event{Type: world.PresenceChanged, World: "grow", Data: json.RawMessage(`{}`), Visibility: world.Public}); err != nil {
 			t.Fatal(err)
 		}
-		for id, pk := range placement(t, st, "grow") {
+		for id, pk := range worldtest.Placement(t, st, "grow") {
 			if want := world.EventKeyIn(world.Event{ID: id, World: "grow"}, 16).PK; pk != want {
 				t.Errorf("event %s in %s, want %s", id, pk, want)
 			}

@@ -2,14 +2,9 @@ package worldhttp_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/a2awire/a2awire/local/harness"
-	"github.com/a2awire/a2awire/shared/logging"
-	"github.com/a2awire/a2awire/shared/store/memory"
 )
 
 // TestDiscoverThroughHarness: GET /v0/worlds through the harness pages the
@@ -17,15 +12,7 @@ import (
 // category, hides a closed world unless asked, and answers every bad
 // parameter 400 INVALID_REQUEST naming it.
 func TestDiscoverThroughHarness(t *testing.T) {
-	st := memory.New()
-	t.Cleanup(func() { _ = st.Close() })
-	h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv, _, _ := harnessServer(t)
 	owner := newAgent(t, srv.URL, 20)
 	for i, cat := range []string{"games", "chat", "games"} {
 		owner.call("PUT", fmt.Sprintf("/v0/worlds/d%d", i), fmt.Sprintf(`{"publicKey":%q,"name":"D %d","category":%q,"maxMembers":10}`, b64(owner.key), i, cat), 201)

@@ -88,6 +88,22 @@ func (a *agent) call(method, path, body string, wantStatus int) map[string]any {
 	return env.Data
 }
 
+// harnessServer serves a fresh local harness over a new memory store on a
+// loopback test server (closed with tb), and returns both.
+func harnessServer(tb testing.TB) (*httptest.Server, *harness.Harness, *memory.Store) {
+	tb.Helper()
+	st := memory.New()
+	tb.Cleanup(func() { _ = st.Close() })
+	h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = h.Close() })
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv, h, st
+}
+
 // TestAgentCommunicationE2E (the seed's integration test): through the
 // local harness over real HTTP, A joins → B joins → A lists agents → A
 // pings B → A sends B a message → B reads its inbox, every request signed.

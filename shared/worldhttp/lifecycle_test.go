@@ -2,12 +2,7 @@ package worldhttp_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"testing"
-
-	"github.com/a2awire/a2awire/local/harness"
-	"github.com/a2awire/a2awire/shared/logging"
-	"github.com/a2awire/a2awire/shared/store/memory"
 )
 
 // TestOwnerRoutesThroughHarness: close, reopen and delete answer the owner
@@ -17,15 +12,7 @@ import (
 // card, a member route, join, the owner routes — and the name cannot be
 // created again while the deletion is under way (409).
 func TestOwnerRoutesThroughHarness(t *testing.T) {
-	st := memory.New()
-	t.Cleanup(func() { _ = st.Close() })
-	h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv, _, _ := harnessServer(t)
 	owner, member, stranger := newAgent(t, srv.URL, 30), newAgent(t, srv.URL, 31), newAgent(t, srv.URL, 32)
 	owner.call("PUT", "/v0/worlds/town", fmt.Sprintf(`{"publicKey":%q,"maxMembers":2}`, b64(owner.key)), 201)
 	member.call("POST", "/v0/worlds/town/join", fmt.Sprintf(`{"publicKey":%q}`, b64(member.key)), 201)

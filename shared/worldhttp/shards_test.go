@@ -2,13 +2,8 @@ package worldhttp_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/a2awire/a2awire/local/harness"
-	"github.com/a2awire/a2awire/shared/logging"
-	"github.com/a2awire/a2awire/shared/store/memory"
 )
 
 // TestEventShardsThroughHarness: PUT /v0/worlds/{world} takes eventShards
@@ -17,15 +12,7 @@ import (
 // update to fewer is 409 CONFLICT naming the count, and an update without
 // it keeps it.
 func TestEventShardsThroughHarness(t *testing.T) {
-	st := memory.New()
-	t.Cleanup(func() { _ = st.Close() })
-	h, err := harness.New(harness.Options{Log: logging.Discard(), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv, _, _ := harnessServer(t)
 	owner := newAgent(t, srv.URL, 40)
 	put := func(fields string, want int) map[string]any {
 		t.Helper()

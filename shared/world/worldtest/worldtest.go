@@ -24,54 +24,41 @@ func VisibleIDs(t testing.TB, st store.Store, w, awnID string) []string {
 	}
 	var out []string
 	for _, pk := range pks {
-		q := store.Query{PK: pk}
-		for {
-			page, err := st.Query(context.Background(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range page.Items {
-				out = append(out, it.Key().SK)
-			}
-			if page.Cursor == "" {
-				break
-			}
-			q.Cursor = page.Cursor
-		}
+		scan(t, st, pk, func(it store.Item) { out = append(out, it.Key().SK) })
 	}
 	slices.Sort(out)
 	return out
 }
 
-// CountShared returns how many events of type typ the shared partition of
-// world w holds (a test that counts the events its writes made leaves out
-// those the world makes itself, such as presence.changed).
+// CountShared returns how many events of type typ the shared partitions
+// of world w hold (a test that counts the events its writes made leaves
+// out those the world makes itself, such as presence.changed).
 func CountShared(t testing.TB, st store.Store, w, typ string) int {
 	t.Helper()
 	n := 0
 	for _, pk := range SharedPKs(w) {
-		q := store.Query{PK: pk}
-		for {
-			page, err := st.Query(context.Background(), q)
+		scan(t, st, pk, func(it store.Item) {
+			e, err := world.DecodeEvent(it)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, it := range page.Items {
-				e, err := world.DecodeEvent(it)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if e.Type == typ {
-					n++
-				}
+			if e.Type == typ {
+				n++
 			}
-			if page.Cursor == "" {
-				break
-			}
-			q.Cursor = page.Cursor
-		}
+		})
 	}
 	return n
+}
+
+// Placement returns the partition each shared event of w is in, by event
+// id, read from every partition it may be in (SharedPKs).
+func Placement(t testing.TB, st store.Store, w string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, pk := range SharedPKs(w) {
+		scan(t, st, pk, func(it store.Item) { out[it.Key().SK] = pk })
+	}
+	return out
 }
 
 // SharedPKs are the partitions the shared events of w may be in: every
@@ -82,4 +69,23 @@ func SharedPKs(w string) []string {
 		pks[n] = world.EventShardPK(w, n)
 	}
 	return pks
+}
+
+// scan calls f with every item of partition pk, every page.
+func scan(t testing.TB, st store.Store, pk string, f func(store.Item)) {
+	t.Helper()
+	q := store.Query{PK: pk}
+	for {
+		page, err := st.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			f(it)
+		}
+		if page.Cursor == "" {
+			return
+		}
+		q.Cursor = page.Cursor
+	}
 }
