@@ -98,6 +98,13 @@ type streamed struct {
 // and joins its members) and returns what it measured, or the first way
 // the reader's view broke exactly-once, in-order delivery.
 func Resume(ctx context.Context, st store.Store) (Report, error) {
+	return ResumeShards(ctx, st, 1)
+}
+
+// ResumeShards is Resume in a world whose events are written across
+// shards partitions (Manifest.EventShards): the stream reads them all
+// side by side and merges them.
+func ResumeShards(ctx context.Context, st store.Store, shards int) (Report, error) {
 	deps := worldhttp.NewDeps(st, ratelimit.DefaultLimits(), "", nil, nil)
 	o := deps.Options
 	o.Function = "world-events-stream"
@@ -107,7 +114,7 @@ func Resume(ctx context.Context, st store.Store) (Report, error) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	if _, _, err := deps.World.PutWorld(ctx, world.Manifest{ID: World}, pub(key(40))); err != nil {
+	if _, _, err := deps.World.PutWorld(ctx, world.Manifest{ID: World, EventShards: shards}, pub(key(40))); err != nil {
 		return Report{}, fmt.Errorf("create the world: %w", err)
 	}
 	for k := byte(41); k <= 43; k++ {
