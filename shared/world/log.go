@@ -469,9 +469,11 @@ func (l *Log) write(ctx context.Context, batch []*request) error {
 		case err == nil:
 			return nil
 		case errors.As(err, &cf) && cf.Action == n && headShards(cf.Item) != shards:
-			// The world's events are in more partitions than this
-			// process knew (its head says how many): commit again,
-			// with ids past the head as it is.
+			// The world's events are written across another count of
+			// partitions than this process knew (more since its owner
+			// raised it; fewer for a world deleted and created again):
+			// the head says how many. Commit again with that count,
+			// and ids past the head as it is.
 			l.shards.learn(first.World, headShards(cf.Item))
 			if !fixed {
 				l.allocateAfter(batch, cf.Item.Str(attrLast))
