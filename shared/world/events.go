@@ -208,7 +208,8 @@ func futureCursor(after string) error {
 // Cost: 1 GetItem (the head), then, when the head is past the cursor,
 // 2 Queries, one of the world's shared partition and one of the member's
 // private partition, each of at most limit items between the cursor and
-// the head.
+// the head (in a world of several event shards, one Query per shard in
+// place of the shared partition's, side by side).
 func (s *Service) Events(ctx context.Context, world, awnID, after string, limit int) ([]Event, error) {
 	limit, after, err := pollArgs(limit, after, s.now())
 	if err != nil {
@@ -443,7 +444,8 @@ type polled struct {
 // Cost: 1 GetItem (the member, beside the first check) and 1 UpdateItem
 // (or the presence.changed transaction when the poll brings the member
 // online), then per check 1 GetItem (the head) and, only when the head has
-// moved past the cursor, 2 Queries (at most 1 + wait/PollInterval checks).
+// moved past the cursor, 2 Queries (1 more per event shard past the
+// first; at most 1 + wait/PollInterval checks).
 func (s *Service) WaitEvents(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) ([]Event, error) {
 	p, err := s.Poll(ctx, world, awnID, after, limit, wait)
 	return p.Events, err

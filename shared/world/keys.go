@@ -77,8 +77,8 @@
 // so an Append is 4 write units where a lone PutItem was 1. Reads per
 // poll: 1 GetItem of the head (1 read unit) with, on its first check, 1
 // GetItem of the poller's member item beside it (which tells the poll's
-// record whether it changes presence), and the 2 Queries only when the
-// head is past `after`; a waiting long poll's later checks are 1 GetItem
+// record whether it changes presence), and the 2 Queries (1 more per event
+// shard past the first) only when the head is past `after`; a waiting long poll's later checks are 1 GetItem
 // each. Ceiling per world: one hot item, on which transactions serialize.
 // DynamoDB allows one partition key about 1,000 write units a second and
 // each commit spends 2 on the head, so at most ~500 commits a second per
