@@ -67,12 +67,12 @@ const (
 	attrOwnerKeyID  = "ownerKeyId"
 	// attrMembers is the member count; attrSlots the slot counter (the
 	// last slot handed out). Both change by UpdateItem ADD only.
-	attrMembers = "members"
+	attrMembers   = "members"
+	attrSlots     = "slots"
+	attrUpdatedAt = "updatedAt"
 	// attrEventShards is the manifest's copy of the head's shards (what
 	// the world shows); the head's is the one readers and writers use.
 	attrEventShards = "eventShards"
-	attrSlots       = "slots"
-	attrUpdatedAt   = "updatedAt"
 
 	attrAWNID      = "awnId"
 	attrKeyID      = "keyId"
