@@ -246,7 +246,10 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 // press moves the keyboard focus to sel and presses Enter: each view is
 // reached and used from the keyboard.
 func press(sel string) chromedp.Action[chromedp.Void] {
-	return chromedp.Steps(chromedp.Focus(chromedp.CSS(sel)), chromedp.KeyEvent(kb.Enter))
+	// Visible first: a control of a view pressed right after the view's
+	// own button is shown by that button's handler, which may not have
+	// run yet (a hidden element is not focusable).
+	return chromedp.Steps(chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Focus(chromedp.CSS(sel)), chromedp.KeyEvent(kb.Enter))
 }
 
 // screenshot saves the page under screenshots/ (git-ignored).
