@@ -17,20 +17,8 @@ import (
 	"github.com/a2awire/a2awire/shared/store/dynamo/capacity"
 	"github.com/a2awire/a2awire/shared/store/dynamo/dynamolocal"
 	"github.com/a2awire/a2awire/shared/store/memory"
+	"github.com/a2awire/a2awire/shared/store/storetest"
 )
-
-// counting counts the items every Query returns, which for a Query without
-// a filter (the store has none) are the items DynamoDB read.
-type counting struct {
-	store.Store
-	items atomic.Int64
-}
-
-func (c *counting) Query(ctx context.Context, q store.Query) (store.Page, error) {
-	p, err := c.Store.Query(ctx, q)
-	c.items.Add(int64(len(p.Items)))
-	return p, err
-}
 
 // seed bulk-loads n agents named bulk-NNNNN with capability "common" (and
 // "rare" for the names in rare), in Writes of up to store.MaxActions
@@ -94,7 +82,7 @@ func TestDiscoverReadsOnlyMatches(t *testing.T) {
 	start := time.Now()
 	m := capacity.New()
 	client, table := dynamolocal.NewTable(t, local, m.Option())
-	st := &counting{Store: dynamo.New(client, table)}
+	st := &storetest.Counting{Store: dynamo.New(client, table)}
 	const n = 1000
 	rare := map[int]bool{17: true, n / 2: true, n - 1: true}
 	seed(t, st, n, rare)
@@ -103,13 +91,13 @@ func TestDiscoverReadsOnlyMatches(t *testing.T) {
 	r := registry.New(st)
 
 	// 1. The rare capability: exactly the 3, one Query, ≤ limit+1 items.
-	st.items.Store(0)
+	st.TakeItems()
 	p, err := r.Discover(ctx, registry.Filter{Capability: "rare-skill"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	use := m.Take()
-	t.Logf("discover rare-skill (limit 50): %d agents, %d items read\n%v", len(p.Agents), st.items.Load(), use)
+	t.Logf("discover rare-skill (limit 50): %d agents, %d items read\n%v", len(p.Agents), st.Items(), use)
 	if want := []string{"bulk-00017", fmt.Sprintf("bulk-%05d", n/2), fmt.Sprintf("bulk-%05d", n-1)}; !slices.Equal(names(p.Agents), want) || p.Next != "" {
 		t.Fatalf("discover rare-skill = %v next %q, want %v", names(p.Agents), p.Next, want)
 	}
@@ -122,19 +110,19 @@ func TestDiscoverReadsOnlyMatches(t *testing.T) {
 	if u := use["Query"].ReadUnits; u > 0.5 {
 		t.Fatalf("discover rare-skill consumed %g read units, want ≤ 0.5", u)
 	}
-	if got := st.items.Load(); got > 3 {
+	if got := st.Items(); got > 3 {
 		t.Fatalf("discover rare-skill read %d items, want 3", got)
 	}
 
 	// 2. limit 2 of 3: a full page and a cursor, limit+1 = 3 items read.
-	st.items.Store(0)
+	st.TakeItems()
 	p, err = r.Discover(ctx, registry.Filter{Capability: "rare-skill", Limit: 2})
 	if err != nil || len(p.Agents) != 2 || p.Next == "" {
 		t.Fatalf("limit 2: %v next %q err %v", names(p.Agents), p.Next, err)
 	}
 	use = m.Take()
-	if calls := use.Calls(); !maps.Equal(calls, map[string]int{"Query": 1}) || st.items.Load() > 3 {
-		t.Fatalf("limit 2: calls %v, items %d; want one Query of ≤ 3 items", calls, st.items.Load())
+	if calls := use.Calls(); !maps.Equal(calls, map[string]int{"Query": 1}) || st.Items() > 3 {
+		t.Fatalf("limit 2: calls %v, items %d; want one Query of ≤ 3 items", calls, st.Items())
 	}
 	p, err = r.Discover(ctx, registry.Filter{Capability: "rare-skill", Limit: 2, Cursor: p.Next})
 	if err != nil || !slices.Equal(names(p.Agents), []string{fmt.Sprintf("bulk-%05d", n-1)}) || p.Next != "" {
@@ -143,26 +131,26 @@ func TestDiscoverReadsOnlyMatches(t *testing.T) {
 	m.Take()
 
 	// 3. A capability all 1,000 hold, limit 100: 101 items, one Query.
-	st.items.Store(0)
+	st.TakeItems()
 	p, err = r.Discover(ctx, registry.Filter{Capability: "common", Limit: 100})
 	if err != nil || len(p.Agents) != 100 || p.Next == "" {
 		t.Fatalf("common: %d agents next %q err %v", len(p.Agents), p.Next, err)
 	}
 	use = m.Take()
-	t.Logf("discover common (limit 100): %d items read\n%v", st.items.Load(), use)
-	if calls := use.Calls(); !maps.Equal(calls, map[string]int{"Query": 1}) || st.items.Load() != 101 {
-		t.Fatalf("common: calls %v, items %d; want one Query of 101 items", calls, st.items.Load())
+	t.Logf("discover common (limit 100): %d items read\n%v", st.Items(), use)
+	if calls := use.Calls(); !maps.Equal(calls, map[string]int{"Query": 1}) || st.Items() != 101 {
+		t.Fatalf("common: calls %v, items %d; want one Query of 101 items", calls, st.Items())
 	}
 
 	// 4. status=any: the online partition runs out after 3, so the
 	// offline one is queried too; still ≤ limit+1 items in all.
-	st.items.Store(0)
+	st.TakeItems()
 	if _, err := r.Discover(ctx, registry.Filter{Capability: "rare-skill", Status: "any"}); err != nil {
 		t.Fatal(err)
 	}
 	use = m.Take()
-	if calls := use.Calls(); !maps.Equal(calls, map[string]int{"Query": 2}) || st.items.Load() > 3 {
-		t.Fatalf("any: calls %v, items %d; want 2 Queries, ≤ 3 items", calls, st.items.Load())
+	if calls := use.Calls(); !maps.Equal(calls, map[string]int{"Query": 2}) || st.Items() > 3 {
+		t.Fatalf("any: calls %v, items %d; want 2 Queries, ≤ 3 items", calls, st.Items())
 	}
 	t.Logf("discover rare-skill status=any: %v", use)
 

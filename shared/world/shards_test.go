@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	"github.com/a2awire/a2awire/shared/apierror"
@@ -179,25 +178,13 @@ func TestShardedPollQueries(t *testing.T) {
 	}
 }
 
-// itemsRead counts the items every Query returned.
-type itemsRead struct {
-	store.Store
-	n atomic.Int64
-}
-
-func (r *itemsRead) Query(ctx context.Context, q store.Query) (store.Page, error) {
-	p, err := r.Store.Query(ctx, q)
-	r.n.Add(int64(len(p.Items)))
-	return p, err
-}
-
 // TestShardedPollReadsItsShare: in a world of 16 event shards holding 400
 // events, polls of 100 read about their share of each shard (at most 14
 // events of each, 224 in all, not 16 pages of 100), and following them
 // still gives every event once, in order.
 func TestShardedPollReadsItsShare(t *testing.T) {
 	ctx := context.Background()
-	st := &itemsRead{Store: memory.New()}
+	st := &storetest.Counting{Store: memory.New()}
 	s := world.New(st, world.WithIDs(testIDs))
 	spec := manifest("busy16")
 	spec.EventShards = world.MaxEventShards
@@ -211,15 +198,15 @@ func TestShardedPollReadsItsShare(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st.n.Store(0)
+	st.TakeItems()
 	page, err := s.Events(ctx, "busy16", a.AWNID, "", world.MaxEventLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read := st.n.Load(); read > 16*14 || len(page) == 0 {
+	if read := st.Items(); read > 16*14 || len(page) == 0 {
 		t.Fatalf("a poll of %d read %d items and answered %d, want at most %d read", world.MaxEventLimit, read, len(page), 16*14)
 	}
-	t.Logf("a poll of %d read %d items and answered %d events", world.MaxEventLimit, st.n.Load(), len(page))
+	t.Logf("a poll of %d read %d items and answered %d events", world.MaxEventLimit, st.Items(), len(page))
 	got := follow(t, s, "busy16", a.AWNID, "", world.MaxEventLimit)
 	if want := worldtest.VisibleIDs(t, st, "busy16", a.AWNID); !slices.Equal(ids(got), want) {
 		t.Fatalf("following saw %d events, want the %d there, once each, in order", len(got), len(want))

@@ -13,6 +13,9 @@ import (
 type Counting struct {
 	store.Store
 	gets, queries, writes atomic.Int64
+	// items is how many items the Queries returned: for a Query without
+	// a filter (the item API has none), the items DynamoDB read.
+	items atomic.Int64
 }
 
 // Get counts and forwards.
@@ -24,7 +27,9 @@ func (c *Counting) Get(ctx context.Context, k store.Key) (store.Item, error) {
 // Query counts and forwards.
 func (c *Counting) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	c.queries.Add(1)
-	return c.Store.Query(ctx, q)
+	p, err := c.Store.Query(ctx, q)
+	c.items.Add(int64(len(p.Items)))
+	return p, err
 }
 
 // Write counts and forwards.
@@ -38,3 +43,9 @@ func (c *Counting) Write(ctx context.Context, actions ...store.Action) ([]store.
 func (c *Counting) Take() [3]int64 {
 	return [3]int64{c.gets.Swap(0), c.queries.Swap(0), c.writes.Swap(0)}
 }
+
+// Items is how many items the Queries returned since the last TakeItems.
+func (c *Counting) Items() int64 { return c.items.Load() }
+
+// TakeItems returns Items and starts counting them again.
+func (c *Counting) TakeItems() int64 { return c.items.Swap(0) }
