@@ -67,7 +67,7 @@ func webhookCostRow(ctx context.Context, server *dynamolocal.Server, table strin
 	for i := range 5 {
 		id := fmt.Sprintf("aw:bench-hook-%d", i)
 		// A webhook needs a member: the member item a join writes.
-		if _, err := st.Write(ctx, store.Put(world.MemberKey(w, id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
+		if _, err := st.Write(ctx, world.BareMembership(w, id)...); err != nil {
 			return failed(row, fmt.Errorf("member %d: %w", i, err))
 		}
 		if _, err := hooks.Set(ctx, w, id, fmt.Sprintf("%s/%d", receiver.URL, i)); err != nil {

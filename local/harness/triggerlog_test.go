@@ -12,7 +12,6 @@ import (
 	"github.com/a2awire/a2awire/local/harness"
 	"github.com/a2awire/a2awire/shared/capture"
 	"github.com/a2awire/a2awire/shared/logging"
-	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/world"
@@ -34,7 +33,7 @@ func TestHarnessLogsTriggersAndDeliveries(t *testing.T) {
 	defer stop()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
 	defer srv.Close()
-	if _, err := st.Write(ctx, store.Put(world.MemberKey("lobby", "aw:a"), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S("aw:a")})); err != nil {
+	if _, err := st.Write(ctx, world.BareMembership("lobby", "aw:a")...); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := webhook.NewStore(st).Set(ctx, "lobby", "aw:a", srv.URL); err != nil {

@@ -120,7 +120,7 @@ func TestWebhookThroughHarness(t *testing.T) {
 	}))
 	defer srv.Close()
 	// A webhook needs a member: the member item a join writes.
-	if _, err := st.Write(ctx, store.Put(world.MemberKey("lobby", "aw:a"), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S("aw:a")})); err != nil {
+	if _, err := st.Write(ctx, world.BareMembership("lobby", "aw:a")...); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := webhook.NewStore(st).Set(ctx, "lobby", "aw:a", srv.URL); err != nil {

@@ -252,9 +252,9 @@ func isMediaType(base string) bool {
 // not a member of world → NotFound; a sender that is not one when the
 // message is written (its leave raced the send) → NotJoined: both are
 // conditions of the write itself, not of a check before it. Cost: one
-// TransactWriteItems through the world's event log (ConditionChecks of the
-// recipient's and the sender's member items, the message Put, the event
-// Put and the event head's Update).
+// TransactWriteItems through the world's event log (world.MemberCheck of
+// the recipient and of the sender, each in its own agent's partition, the
+// message Put, the event Put and the event head's Update).
 func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
 	if !world.ValidID(w) || !world.ValidAWNID(from) {
 		return Message{}, notJoined() // no such id can have joined
@@ -283,7 +283,7 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 		return Message{}, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
 	}
 	with := []store.Action{
-		store.Check(world.MemberKey(w, to), store.ItemExists()),
+		world.MemberCheck(w, to),
 		store.Put(MessageKey(w, to, m.ID), encode(w, m)).When(store.ItemAbsent()),
 	}
 	sender := -1
@@ -293,6 +293,16 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 	}
 	_, err = b.log.Commit(ctx, ev, with...)
 	var cf *store.ConditionFailedError
+	// A membership older than the agent's index of worlds: its entry
+	// restored, the send is written again (the recipient's and the
+	// sender's may both be missing).
+	for range 2 {
+		if !errors.As(err, &cf) || !(cf.Action == 0 && world.RestoreIndexEntry(ctx, b.store, w, to) ||
+			cf.Action == sender && world.RestoreIndexEntry(ctx, b.store, w, from)) {
+			break
+		}
+		_, err = b.log.Commit(ctx, ev, with...)
+	}
 	switch {
 	case err == nil:
 		return m, nil

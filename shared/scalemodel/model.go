@@ -59,25 +59,44 @@ func (w Workload) Loads() []KeyLoad {
 }
 
 // The workloads of docs/scale.md, each a function so no caller can change
-// the model under another. Per-agent keys of the request's authentication
-// (NONCE#<keyid> 1 unit, RATE#<world>#<awnId> 1 unit) are left out: they
-// spread over the senders.
+// the model under another. The request's nonce (NONCE#<keyid>, 1 unit) is
+// left out: it spreads over the senders' keys, as its rate-limit count
+// (RATE#<world>#<awnId>) does over the senders, which the model names.
+
+// ActingMembers is how many members a world at 5,000 actions a second
+// has at the least: each may submit 60 a minute (the default rate limit,
+// shared/ratelimit), one a second.
+const ActingMembers = 5000
+
+// Senders is how many senders an inbox at 1,000 messages a second has at
+// the least: each may send 30 a minute (the default rate limit).
+const Senders = 2000
 
 // WorldEvents is one world taking 5,000 submitted actions a second
 // (POST …/actions) from members whose keys the instance verified before:
 // the request's guard goes beside the action's read of the manifest (its
-// nonce and rate-limit count as lone writes, left out here; its checks of
-// the member key and the manifest as reads), then one transaction of the
-// member's ConditionCheck, the event and the world's event head
-// (shared/world, Log.Commit). (A key's first request on an instance
-// carries its guard in that transaction instead, the manifest's check
-// with it: 2 units more on WORLD#<world>, once per key and instance.)
+// nonce and its rate-limit count on the member's RATE#<world>#<awnId> as
+// lone writes, 1 unit each; its checks of the member key and the manifest
+// as reads), then one transaction of the
+// member's check, the event and the world's event head (shared/world,
+// Log.Commit). The member's check is on its entry in the agent's index of
+// worlds (world.MemberCheck), in the member's own partition AWN#<awnId>:
+// 5,000 members, one action a second each. The world's partition takes
+// none of it (0, which the simulation holds it to). (A key's first
+// request on an instance carries its guard in that transaction instead,
+// the manifest's check with it: 2 units on WORLD#<world>, once per key
+// and instance.)
 func WorldEvents() Workload {
-	return Workload{Name: "world at 5,000 events/s", Rate: 5000, Units: map[string]float64{
-		"WORLD#<world>":     2,
-		"EVENTS#<world>":    2,
-		"EVENTHEAD#<world>": 2,
-	}}
+	return Workload{Name: "world at 5,000 events/s", Rate: 5000,
+		Units: map[string]float64{
+			"WORLD#<world>":        0,
+			"AWN#<awnId>":          2,
+			"RATE#<world>#<awnId>": 1,
+			"EVENTS#<world>":       2,
+			"EVENTHEAD#<world>":    2,
+		},
+		Spread: map[string]float64{"AWN#<awnId>": ActingMembers, "RATE#<world>#<awnId>": ActingMembers},
+	}
 }
 
 // EventShards is the shards of the sharded world's events (world's
@@ -88,34 +107,45 @@ const EventShards = 16
 // to 16: each event is written to the shard its id hashes to
 // (EVENTS#<world> is shard 0, EVENTS#<world>#s1 … #s15 the others, one
 // pattern here), so the events' partition load is spread 16 ways. The
-// member's check and the event head are as they were.
+// members' checks and the event head are as they were.
 func ShardedWorldEvents() Workload {
 	return Workload{Name: "world of 16 event shards at 5,000 events/s", Rate: 5000,
 		Units: map[string]float64{
-			"WORLD#<world>":       2,
-			"EVENTS#<world>#s<n>": 2,
-			"EVENTHEAD#<world>":   2,
+			"WORLD#<world>":        0,
+			"AWN#<awnId>":          2,
+			"RATE#<world>#<awnId>": 1,
+			"EVENTS#<world>#s<n>":  2,
+			"EVENTHEAD#<world>":    2,
 		},
-		Spread: map[string]float64{"EVENTS#<world>#s<n>": EventShards},
+		Spread: map[string]float64{"EVENTS#<world>#s<n>": EventShards, "AWN#<awnId>": ActingMembers, "RATE#<world>#<awnId>": ActingMembers},
 	}
 }
 
 // InboxMessages is one recipient getting 1,000 messages a second from
 // many senders (POST …/messages): each send is one transaction of the
-// request's guard (its nonce and rate-limit count, left out here, and the
-// check that the world's manifest exists), the recipient's and the
-// sender's member checks, the message, its private message.received event
-// and the world's event head (shared/inbox, Send). The guard's check of
-// the sender's member key is not carried: the sender's member check, its
-// twin, holds it. So three ConditionChecks on WORLD#<world>, one of them
-// the manifest's, a single item.
+// request's guard (its nonce, left out here, its rate-limit count on the
+// sender's RATE#<world>#<from>, and the check that the world's manifest
+// exists), the recipient's and the
+// sender's checks (world.MemberCheck, each in its own agent's partition),
+// the message, its private message.received event and the world's event
+// head (shared/inbox, Send). The guard's check of the sender's member key
+// is not carried: the sender's check, on its twin, holds it. So the
+// world's partition takes one ConditionCheck, the manifest's, a single
+// item; the recipient's own partition one; the senders' theirs, 2,000
+// senders at one message every 2 s each.
 func InboxMessages() Workload {
-	return Workload{Name: "inbox at 1,000 messages/s", Rate: 1000, Units: map[string]float64{
-		"WORLD#<world>":       6,
-		"INBOX#<world>#<to>":  2,
-		"EVENTS#<world>#<to>": 2,
-		"EVENTHEAD#<world>":   2,
-	}}
+	return Workload{Name: "inbox at 1,000 messages/s", Rate: 1000,
+		Units: map[string]float64{
+			"WORLD#<world>":       2,
+			"AWN#<to>":            2,
+			"AWN#<from>":          2,
+			"RATE#<world>#<from>": 2,
+			"INBOX#<world>#<to>":  2,
+			"EVENTS#<world>#<to>": 2,
+			"EVENTHEAD#<world>":   2,
+		},
+		Spread: map[string]float64{"AWN#<from>": Senders, "RATE#<world>#<from>": Senders},
+	}
 }
 
 // FanOut is one public event delivered to 10,000 webhooks, taken at

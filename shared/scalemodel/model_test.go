@@ -32,7 +32,7 @@ func TestModelLoads(t *testing.T) {
 	}{
 		{scalemodel.WorldEvents(), "EVENTHEAD#<world>", 10000},
 		{scalemodel.ShardedWorldEvents(), "EVENTHEAD#<world>", 10000},
-		{scalemodel.InboxMessages(), "WORLD#<world>", 6000},
+		{scalemodel.InboxMessages(), "AWN#<to>", 2000},
 		{scalemodel.FanOut(), "WHSTATS#<world>#<awnId>", 0.1},
 		{scalemodel.RegistryJoins(), "gsi1:WORLDS#mem#*#<n>", 500},
 	} {

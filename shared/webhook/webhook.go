@@ -53,9 +53,10 @@
 // # Membership
 //
 // A webhook exists only while its agent is a member: Set writes it on the
-// condition that the member item exists (a ConditionCheck in the same
-// transaction), and a leave deletes the member item and the webhook item
-// in one transaction, so whichever comes second sees the other. Counter
+// condition that the membership exists (world.MemberCheck, a
+// ConditionCheck in the same transaction), and a leave ends the
+// membership and deletes the webhook item in one transaction, so
+// whichever comes second sees the other. Counter
 // and outcome updates are conditioned on the webhook's generation, so none
 // recreates a deleted item or counts toward a newer webhook. A leave
 // leaves the counters item behind (the world's membership code does not
@@ -199,9 +200,16 @@ func (s *Store) Set(ctx context.Context, worldID, awnID, url string) (string, er
 		attrAWNID:      it[attrAWNID],
 		attrGeneration: it[attrGeneration],
 	}
-	_, err = s.st.Write(ctx, store.Put(world.WebhookKey(worldID, awnID), it), world.MemberCheck(worldID, awnID),
-		store.Put(world.WebhookStatsKey(worldID, awnID), stats))
+	write := func() error {
+		_, err := s.st.Write(ctx, store.Put(world.WebhookKey(worldID, awnID), it), world.MemberCheck(worldID, awnID),
+			store.Put(world.WebhookStatsKey(worldID, awnID), stats))
+		return err
+	}
+	err = write()
 	var cf *store.ConditionFailedError
+	if errors.As(err, &cf) && cf.Action == 1 && world.RestoreIndexEntry(ctx, s.st, worldID, awnID) {
+		err = write() // a membership older than the agent's index of worlds
+	}
 	switch {
 	case err == nil:
 		return secret, nil

@@ -182,8 +182,7 @@ func (m memberSetter) Set(ctx context.Context, worldID, awnID, url string) (stri
 // addMember writes awnID's member item in worldID.
 func addMember(t testing.TB, st store.Store, worldID, awnID string) {
 	t.Helper()
-	if _, err := st.Write(context.Background(), store.Put(world.MemberKey(worldID, awnID),
-		store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(awnID)})); err != nil {
+	if _, err := st.Write(context.Background(), world.BareMembership(worldID, awnID)...); err != nil {
 		t.Fatal(err)
 	}
 }

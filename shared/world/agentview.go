@@ -400,3 +400,15 @@ func (s *Service) setRegistryPresence(ctx context.Context, world, awnID string, 
 	return &apierror.Error{Kind: apierror.Unavailable, RetryAfter: apierror.StoreRetryAfter,
 		Message: "the membership is changing concurrently; retry"}
 }
+
+// BareMembership is the items of a membership without a key or a slot —
+// its member item and its entry in the agent's index of worlds, the two
+// that member-only writes and deliveries check — as Puts, for benches and
+// tests that need many members of a world without joining each. A real
+// membership comes from a join.
+func BareMembership(world, awnID string) []store.Action {
+	return []store.Action{
+		store.Put(MemberKey(world, awnID), store.Item{AttrType: store.S(TypeMember), attrAWNID: store.S(awnID)}),
+		store.Put(joinedIndexKey(world, awnID), store.Item{AttrType: store.S(TypeAgentWorld), attrWorld: store.S(world)}),
+	}
+}

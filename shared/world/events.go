@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,15 +48,51 @@ func Forwarded(e Event) bool {
 }
 
 // MemberCheck is the action that holds a Write to awnID being a member of
-// world: a ConditionCheck that its member item exists. A write that is
-// only allowed to a member (an action, a message's sender, a webhook)
-// carries it, so that it and a racing Leave (which deletes the member item
-// in its own transaction) are ordered by the store: the leave either comes
-// first and the write fails its condition, or comes after and removes what
-// the write left (a webhook item, with the member item). A route's earlier
-// check is no guarantee.
+// world: a ConditionCheck that its membership exists. A write that is only
+// allowed to a member (an action, a message's sender and recipient, a
+// webhook) carries it, so that it and a racing Leave (which ends the
+// membership in its own transaction) are ordered by the store: the leave
+// either comes first and the write fails its condition, or comes after and
+// removes what the write left (a webhook item, with the member item). A
+// route's earlier check is no guarantee.
+//
+// The item checked is the membership's entry in the agent's index of
+// worlds (AWN#<awnId> JOINED#<world>), the member item's twin in the
+// agent's own partition: a join writes both in one transaction, a leave,
+// kick or ban deletes both in one, and the deleter deletes both in one
+// Write. Checked there, a busy world's checks land on its members'
+// partitions, one each, not all on WORLD#<world> (docs/scale.md). A
+// membership older than the index has no entry: RestoreIndexEntry writes
+// it, and the write is tried again.
 func MemberCheck(world, awnID string) store.Action {
-	return store.Check(MemberKey(world, awnID), store.ItemExists())
+	return store.Check(joinedIndexKey(world, awnID), store.ItemExists())
+}
+
+// RestoreIndexEntry reports whether awnID's membership of world predates
+// the agent's index of worlds and its entry, which MemberCheck requires,
+// has now been written: a caller whose write failed MemberCheck writes
+// again when it has. The entry is written only beside a check that the
+// member item is the one read (its joinedAt), so a racing leave leaves no
+// entry behind. Not a member (or not one any more), or the entry already
+// there → false. Cost: 1 GetItem; 1 TransactWriteItems of 2 actions when
+// it writes.
+func RestoreIndexEntry(ctx context.Context, st store.Store, world, awnID string) bool {
+	if !validMember(world, awnID) {
+		return false
+	}
+	it, err := st.Get(ctx, MemberKey(world, awnID))
+	if err != nil {
+		return false
+	}
+	joined, err := it.Int(attrJoinedAt)
+	pub := it.Bytes(attrPublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return false
+	}
+	_, err = st.Write(ctx,
+		store.Check(MemberKey(world, awnID), store.Eq(attrJoinedAt, store.N(joined))),
+		joinedIndexPut(world, ed25519.PublicKey(pub), time.Unix(0, joined)).When(store.ItemAbsent()))
+	return err == nil
 }
 
 // SubmitAction validates action against the manifest's actions (when it
@@ -64,7 +101,7 @@ func MemberCheck(world, awnID string) store.Action {
 // {actionId, awnId, action, params}; it returns actionId (a ULID).
 // Unknown world → NotFound; awnID not a member when the event is written →
 // NotJoined. Cost: 1 GetItem (the manifest) and 1 Commit (a
-// TransactWriteItems of the ConditionCheck of awnID's member item, the
+// TransactWriteItems of the MemberCheck of awnID (in its own partition), the
 // event and the world's event head).
 func (s *Service) SubmitAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error) {
 	return s.submit(ctx, world, awnID, action, params, "")
@@ -115,6 +152,9 @@ func (s *Service) submit(ctx context.Context, world, awnID, action string, param
 	}
 	_, err = s.log.Commit(ctx, ev, MemberCheck(world, awnID))
 	var cf *store.ConditionFailedError
+	if errors.As(err, &cf) && cf.Action == 0 && RestoreIndexEntry(ctx, s.store, world, awnID) {
+		_, err = s.log.Commit(ctx, ev, MemberCheck(world, awnID))
+	}
 	switch {
 	case err == nil:
 		return id, nil

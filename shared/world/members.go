@@ -912,15 +912,18 @@ func (s *Service) MemberKey(ctx context.Context, world, keyID string) (ed25519.P
 
 // guardMembership adds to the request's guard that keyID, awnID's key, is
 // a member of world (its member key item exists: NotJoined otherwise) and
-// that the world exists. The member item is the member key item's twin (a
-// join writes both, a removal deletes both, in one transaction), so a
-// write that checks or conditions the member itself (MemberCheck: an
-// action, a message's sender; a poll's record) holds the membership, and
-// the guard's check is not carried there.
+// that the world exists. The member item and the agent's index entry are
+// the member key item's twins (a join writes all three, a removal deletes
+// all three, in one transaction), so a write that checks or conditions
+// either itself (MemberCheck: an action, a message's sender; a poll's
+// record) holds the membership, and the guard's check is not carried
+// there. (A membership older than the index has no entry: the write's
+// check fails, the guard is written alone and holds, and the writer
+// restores the entry and writes again: RestoreIndexEntry.)
 func (s *Service) guardMembership(ctx context.Context, world, keyID, awnID string) {
 	guard.Add(ctx, s.store, guard.Part{Action: store.Check(MemberKeyKey(world, keyID), store.ItemExists()),
 		Refused: func(*store.ConditionFailedError) error { return notJoined(world) },
-		Twins:   []store.Key{MemberKey(world, awnID)}})
+		Twins:   []store.Key{MemberKey(world, awnID), joinedIndexKey(world, awnID)}})
 	s.guardWorld(ctx, world)
 }
 

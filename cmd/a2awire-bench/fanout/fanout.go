@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		id := fmt.Sprintf("aw:fanout-%05d", i)
 		// A webhook needs a member: the stand-in agent gets the member
 		// item a join writes, without a key behind it.
-		if _, err := o.Store.Write(ctx, store.Put(world.MemberKey(o.World, id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
+		if _, err := o.Store.Write(ctx, world.BareMembership(o.World, id)...); err != nil {
 			return Result{}, fmt.Errorf("fanout: member %d: %w", i, err)
 		}
 		if _, err := hooks.Set(ctx, o.World, id, url); err != nil {

@@ -302,7 +302,7 @@ func TestStreamReportsUnschedulable(t *testing.T) {
 func addMember(t *testing.T, st store.Store, worldID string, awnIDs ...string) {
 	t.Helper()
 	for _, id := range awnIDs {
-		if _, err := st.Write(t.Context(), store.Put(world.MemberKey(worldID, id), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S(id)})); err != nil {
+		if _, err := st.Write(t.Context(), world.BareMembership(worldID, id)...); err != nil {
 			t.Fatal(err)
 		}
 	}

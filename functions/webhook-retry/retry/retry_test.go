@@ -54,7 +54,7 @@ func TestScheduledRunSendsDueRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A webhook needs a member: the member item a join writes.
-	if _, err := st.Write(t.Context(), store.Put(world.MemberKey("w", "aw:a"), store.Item{world.AttrType: store.S(world.TypeMember), "awnId": store.S("aw:a")})); err != nil {
+	if _, err := st.Write(t.Context(), world.BareMembership("w", "aw:a")...); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Store().Set(t.Context(), "w", "aw:a", srv.URL); err != nil {
