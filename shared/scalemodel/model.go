@@ -123,20 +123,20 @@ func ShardedWorldEvents() Workload {
 
 // InboxMessages is one recipient getting 1,000 messages a second from
 // many senders (POST …/messages): each send is one transaction of the
-// request's guard (its nonce, left out here, its rate-limit count on the
-// sender's RATE#<world>#<from>, and the check that the world's manifest
-// exists), the recipient's and the
-// sender's checks (world.MemberCheck, each in its own agent's partition),
-// the message, its private message.received event and the world's event
-// head (shared/inbox, Send). The guard's check of the sender's member key
-// is not carried: the sender's check, on its twin, holds it. So the
-// world's partition takes one ConditionCheck, the manifest's, a single
-// item; the recipient's own partition one; the senders' theirs, 2,000
+// request's guard (its nonce, left out here, and its rate-limit count on
+// the sender's RATE#<world>#<from>), the recipient's and the sender's
+// checks (world.MemberCheck, each in its own agent's partition), the
+// message, its private message.received event and the world's event head
+// (shared/inbox, Send). The guard's checks are not carried: the sender's
+// check, on its member key's twin, holds the membership, and the head's
+// update, conditioned on the world not being deleted, holds the world's
+// existence (guard.Part.HeldBy). So the world's partition takes nothing;
+// the recipient's own partition one check; the senders' theirs, 2,000
 // senders at one message every 2 s each.
 func InboxMessages() Workload {
 	return Workload{Name: "inbox at 1,000 messages/s", Rate: 1000,
 		Units: map[string]float64{
-			"WORLD#<world>":       2,
+			"WORLD#<world>":       0,
 			"AWN#<to>":            2,
 			"AWN#<from>":          2,
 			"RATE#<world>#<from>": 2,

@@ -43,7 +43,10 @@
 // The count only grows and shard 0 is the unsharded partition, so every
 // event up to the head is in a shard the head names; a writer that knew
 // another count fails the head's condition (it carries the count) and
-// learns it from the head returned.
+// learns it from the head returned. The world's deletion marks the head
+// deleted in its transaction, and every commit's update of the head is
+// conditioned on that mark's absence: no event commits to a deleted world,
+// and a commit need not check the manifest besides.
 //
 // # Event order
 //

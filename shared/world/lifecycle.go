@@ -183,8 +183,9 @@ func (s *Service) DeleteWorld(ctx context.Context, world, ownerKeyID string) err
 		}).When(store.ItemAbsent()),
 	}, listingDeletes(world)...)
 	// The owner's item in its index of worlds (the agent's view) lives in
-	// the owner's partition, which the purge does not visit.
-	acts = append(acts, store.Delete(ownedIndexKey(world, cur.m.OwnerAWNID)))
+	// the owner's partition, which the purge does not visit. The event
+	// head is marked: no event commits to the world from now on.
+	acts = append(acts, store.Delete(ownedIndexKey(world, cur.m.OwnerAWNID)), headDeleted(world))
 	_, err = s.store.Write(ctx, acts...)
 	var cf *store.ConditionFailedError
 	switch {

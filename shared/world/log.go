@@ -27,6 +27,12 @@ const (
 	// written across (absent: 1). It only grows, so every event up to the
 	// head is in one of the partitions it names.
 	attrShards = "shards"
+	// attrDeleted marks the head of a deleted world (DeleteWorld sets it
+	// in the deletion's transaction; the deleter deletes the head after
+	// every membership): every commit's update of the head is conditioned
+	// on its absence, so no event commits to a deleted world, and a
+	// guard's check that the world exists need not ride beside a commit.
+	attrDeleted = "deleted"
 
 	// MaxClockSkew is how far an event id's time may run ahead of this
 	// instance's clock: writers' clocks differ by well under a second
@@ -196,7 +202,7 @@ const (
 // The caller queues its request; the first caller to find its queue idle
 // drains it, a batch at a time, while later callers wait for their answer.
 func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Action) (Event, error) {
-	with, finish, err := takeGuard(ctx, with)
+	with, finish, err := takeGuard(ctx, ev.World, with)
 	if err != nil {
 		return Event{}, err
 	}
@@ -212,9 +218,11 @@ func (l *Log) commit(ctx context.Context, ev Event, fixed bool, with []store.Act
 // (the guard's error when one of its parts failed). When there is nothing
 // to carry, the guard was written first (or there is none), and a guard
 // that refused the request refuses the commit, which must then write
-// nothing: that is err.
-func takeGuard(ctx context.Context, with []store.Action) ([]store.Action, func(error) error, error) {
-	gacts, finish := guard.Take(ctx, with)
+// nothing: that is err. The guard is shown the head's update too (its
+// key and that it has a condition): a part that it holds (the world's
+// existence, guard.Part.HeldBy) is not carried.
+func takeGuard(ctx context.Context, world string, with []store.Action) ([]store.Action, func(error) error, error) {
+	gacts, finish := guard.Take(ctx, append(with[:len(with):len(with)], headUpdate(world, "", "", 1)))
 	off := len(with)
 	if len(gacts) == 0 {
 		if err := finish(nil, off); err != nil {
@@ -242,7 +250,7 @@ func (l *Log) CommitAll(ctx context.Context, evs []Event, with ...store.Action) 
 			return nil, fmt.Errorf("world: events of worlds %s and %s in one commit: %w", evs[0].World, ev.World, store.ErrInvalid)
 		}
 	}
-	with, finish, err := takeGuard(ctx, with)
+	with, finish, err := takeGuard(ctx, evs[0].World, with)
 	if err != nil {
 		return nil, err
 	}
@@ -468,6 +476,11 @@ func (l *Log) write(ctx context.Context, batch []*request) error {
 		switch {
 		case err == nil:
 			return nil
+		case errors.As(err, &cf) && cf.Action == n && cf.Item.BoolAttr(attrDeleted):
+			// The world was deleted: NotFound, as the request's guard
+			// would have answered (nothing was written, so neither is
+			// the guard: guard.Take).
+			return worldNotFound(first.World)
 		case errors.As(err, &cf) && cf.Action == n && headShards(cf.Item) != shards:
 			// The world's events are written across another count of
 			// partitions than this process knew (more since its owner
@@ -542,15 +555,22 @@ func (l *Log) allocate() string {
 }
 
 // headUpdate moves world's head to last if the head is below first (or
-// absent) and its events are written across shards partitions: the events
-// first…last then commit after every event before them, into the
-// partitions every reader of the head reads. A failure returns the head.
+// absent), its events are written across shards partitions and the world
+// is not deleted: the events first…last then commit after every event
+// before them, into the partitions every reader of the head reads, and
+// only while the world exists. A failure returns the head.
 func headUpdate(world, first, last string, shards int) store.Action {
 	same := store.Eq(attrShards, store.N(int64(shards)))
 	if shards <= 1 {
 		same = store.Or(store.NotExists(attrShards), same)
 	}
-	return headMove(world, first, last).When(store.And(headBelow(first), same))
+	return headMove(world, first, last).When(store.And(headBelow(first), same, store.NotExists(attrDeleted)))
+}
+
+// headDeleted is the action that marks world's head deleted (DeleteWorld's,
+// in the deletion's transaction): from then on no event commits to it.
+func headDeleted(world string) store.Action {
+	return store.Update(EventHeadKey(world)).SetAttr(AttrType, store.S(TypeEventHead)).SetAttr(attrDeleted, store.Bool(true))
 }
 
 // headMove is headUpdate's update of the head, its condition only that the

@@ -929,10 +929,17 @@ func (s *Service) guardMembership(ctx context.Context, world, keyID, awnID strin
 
 // guardWorld adds to the request's guard that world's manifest exists: a
 // deleted world answers 404 at once, while its deleter has yet to remove
-// the member keys.
+// the member keys. A commit of the world's events holds it without the
+// check (HeldBy): its update of the event head is conditioned on the head
+// not being marked deleted, which DeleteWorld marks in the transaction
+// that deletes the manifest; the deleter deletes the head only after
+// every membership, which every such commit under a member's guard
+// checks. (A world never created has no members.) So a message's write
+// does not check the manifest, a single item every send would write.
 func (s *Service) guardWorld(ctx context.Context, world string) {
 	guard.Add(ctx, s.store, guard.Part{Action: store.Check(ManifestKey(world), store.ItemExists()),
-		Refused: func(*store.ConditionFailedError) error { return worldNotFound(world) }})
+		Refused: func(*store.ConditionFailedError) error { return worldNotFound(world) },
+		HeldBy:  []store.Key{EventHeadKey(world)}})
 }
 
 // MarkPolled records that awnID polled events now and announces the

@@ -280,3 +280,47 @@ func TestTwinImpliesCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldByImpliesCheck: a check whose HeldBy names an item is not
+// carried in a write with a conditioned action on that item (the item's
+// writer keeps a condition that holds the check: a world's event head,
+// which refuses a deleted world, for the check that its manifest exists),
+// and is carried when that action has no condition.
+func TestHeldByImpliesCheck(t *testing.T) {
+	headK := store.Key{PK: "EVENTHEAD#w", SK: "HEAD"}
+	for _, c := range []struct {
+		name    string
+		own     store.Action
+		carried bool
+	}{
+		{"conditioned head", store.Update(headK).SetAttr("last", store.S("b")).When(store.NotExists("deleted")), false},
+		{"head updated unconditionally", store.Update(headK).SetAttr("last", store.S("b")), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.New()
+			t.Cleanup(func() { _ = mem.Close() })
+			if _, err := mem.Write(context.Background(), store.Put(manifestK, store.Item{"type": store.S("x")})); err != nil {
+				t.Fatal(err)
+			}
+			w := &writes{Store: mem}
+			g := guard.Wrap(w)
+			ctx, _ := guard.Begin(context.Background())
+			addNonce(t, ctx, g)
+			guard.Add(ctx, g, guard.Part{Action: store.Check(manifestK, store.ItemExists()),
+				Refused: func(*store.ConditionFailedError) error { return errMember }, HeldBy: []store.Key{headK}})
+			if _, err := g.Write(ctx, c.own, store.Put(domainK, store.Item{"type": store.S("x")})); err != nil {
+				t.Fatal(err)
+			}
+			if len(w.acts) != 1 {
+				t.Fatalf("%d writes, want 1 carrying the guard", len(w.acts))
+			}
+			checked := slices.ContainsFunc(w.acts[0], func(a store.Action) bool { return a.Key == manifestK })
+			if checked != c.carried {
+				t.Fatalf("the guard's check carried: %v, want %v (actions %v)", checked, c.carried, w.acts[0])
+			}
+			if !slices.ContainsFunc(w.acts[0], func(a store.Action) bool { return a.Key == nonceK }) {
+				t.Fatal("the nonce was not carried")
+			}
+		})
+	}
+}

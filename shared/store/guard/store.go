@@ -179,10 +179,10 @@ func carriable(r *Request, actions []store.Action) bool {
 
 // implied reports whether p is a check that its item exists and one of
 // actions, on the same item or one of its Twins, is conditioned on
-// something only an existing item can satisfy: the write holds p itself,
-// and a failure of that condition is the write's to answer (it is the
-// guard's when the guard, written alone after the failure, fails too:
-// Take).
+// something only an existing item can satisfy, or, on one of its HeldBy,
+// is conditioned at all: the write holds p itself, and a failure of that
+// condition is the write's to answer (it is the guard's when the guard,
+// written alone after the failure, fails too: Take).
 func implied(p Part, actions []store.Action) bool {
 	if p.Action.Kind != store.CheckAction || !requiresItem(p.Action.If) {
 		return false
@@ -191,7 +191,10 @@ func implied(p Part, actions []store.Action) bool {
 		return false
 	}
 	for _, a := range actions {
-		if (a.Key == p.Action.Key || slices.Contains(p.Twins, a.Key)) && a.If != nil && requiresItem(a.If) {
+		if a.If == nil {
+			continue
+		}
+		if (a.Key == p.Action.Key || slices.Contains(p.Twins, a.Key)) && requiresItem(a.If) || slices.Contains(p.HeldBy, a.Key) {
 			return true
 		}
 	}
