@@ -1,11 +1,9 @@
 package worldhttp_test
 
 import (
-	"crypto/ed25519"
 	"fmt"
 	"testing"
 
-	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -48,7 +46,7 @@ func TestOwnerRoutesThroughHarness(t *testing.T) {
 
 	// The stranger's key is known to the messages and actions functions
 	// before the delete: their guards then check what the write holds.
-	memberID := auth.AWNID(member.key.Public().(ed25519.PublicKey))
+	memberID := member.awnID()
 	stranger.call("POST", "/v0/worlds/town/messages", fmt.Sprintf(`{"to":%q,"content":"before"}`, memberID), 201)
 	stranger.call("POST", "/v0/worlds/town/actions", `{"action":"wave"}`, 201)
 
