@@ -109,16 +109,12 @@ const EventShards = 16
 // pattern here), so the events' partition load is spread 16 ways. The
 // members' checks and the event head are as they were.
 func ShardedWorldEvents() Workload {
-	return Workload{Name: "world of 16 event shards at 5,000 events/s", Rate: 5000,
-		Units: map[string]float64{
-			"WORLD#<world>":        0,
-			"AWN#<awnId>":          2,
-			"RATE#<world>#<awnId>": 1,
-			"EVENTS#<world>#s<n>":  2,
-			"EVENTHEAD#<world>":    2,
-		},
-		Spread: map[string]float64{"EVENTS#<world>#s<n>": EventShards, "AWN#<awnId>": ActingMembers, "RATE#<world>#<awnId>": ActingMembers},
-	}
+	w := WorldEvents()
+	w.Name = "world of 16 event shards at 5,000 events/s"
+	w.Units["EVENTS#<world>#s<n>"] = w.Units["EVENTS#<world>"]
+	delete(w.Units, "EVENTS#<world>")
+	w.Spread["EVENTS#<world>#s<n>"] = EventShards
+	return w
 }
 
 // InboxMessages is one recipient getting 1,000 messages a second from

@@ -224,6 +224,40 @@ func (w *writes) Write(ctx context.Context, acts ...store.Action) ([]store.Item,
 	return w.Store.Write(ctx, acts...)
 }
 
+// guardedWrite writes own and a domain Put under a guard of a nonce and
+// p, over a store holding the items existing, and returns the error and
+// the actions of each Write the store was given.
+func guardedWrite(t *testing.T, existing []store.Key, p guard.Part, own store.Action) ([][]store.Action, error) {
+	t.Helper()
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	for _, k := range existing {
+		if _, err := mem.Write(context.Background(), store.Put(k, store.Item{"type": store.S("x")})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &writes{Store: mem}
+	g := guard.Wrap(w)
+	ctx, _ := guard.Begin(context.Background())
+	addNonce(t, ctx, g)
+	guard.Add(ctx, g, p)
+	_, err := g.Write(ctx, own, store.Put(domainK, store.Item{"type": store.S("x")}))
+	return w.acts, err
+}
+
+// carriedIn reports whether the one Write of acts carried the check on
+// key, and fails unless it carried the nonce.
+func carriedIn(t *testing.T, acts [][]store.Action, key store.Key) bool {
+	t.Helper()
+	if len(acts) != 1 {
+		t.Fatalf("%d writes, want 1 carrying the guard", len(acts))
+	}
+	if !slices.ContainsFunc(acts[0], func(a store.Action) bool { return a.Key == nonceK }) {
+		t.Fatal("the nonce was not carried")
+	}
+	return slices.ContainsFunc(acts[0], func(a store.Action) bool { return a.Key == key })
+}
+
 // A guard check of an item is held by a write whose own action requires
 // the check's twin (an item that exists exactly when it does: a member key
 // and its member): it is not carried, the write is one call, and when both
@@ -242,22 +276,12 @@ func TestTwinImpliesCheck(t *testing.T) {
 		{"twin updated unconditionally", store.Update(twinK).SetAttr("n", store.N(1)), false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mem := memory.New()
-			t.Cleanup(func() { _ = mem.Close() })
-			if !c.gone {
-				for _, k := range []store.Key{memberK, twinK} {
-					if _, err := mem.Write(context.Background(), store.Put(k, store.Item{"type": store.S("x")})); err != nil {
-						t.Fatal(err)
-					}
-				}
+			existing := []store.Key{memberK, twinK}
+			if c.gone {
+				existing = nil
 			}
-			w := &writes{Store: mem}
-			g := guard.Wrap(w)
-			ctx, _ := guard.Begin(context.Background())
-			addNonce(t, ctx, g)
-			guard.Add(ctx, g, guard.Part{Action: store.Check(memberK, store.ItemExists()),
-				Refused: func(*store.ConditionFailedError) error { return errMember }, Twins: []store.Key{twinK}})
-			_, err := g.Write(ctx, c.own, store.Put(domainK, store.Item{"type": store.S("x")}))
+			acts, err := guardedWrite(t, existing, guard.Part{Action: store.Check(memberK, store.ItemExists()),
+				Refused: func(*store.ConditionFailedError) error { return errMember }, Twins: []store.Key{twinK}}, c.own)
 			if c.gone {
 				if !errors.Is(err, errMember) {
 					t.Fatalf("both gone: %v, want the check's error", err)
@@ -267,15 +291,8 @@ func TestTwinImpliesCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(w.acts) != 1 {
-				t.Fatalf("%d writes, want 1 carrying the guard", len(w.acts))
-			}
-			checked := slices.ContainsFunc(w.acts[0], func(a store.Action) bool { return a.Key == memberK })
-			if checked != c.carried {
-				t.Fatalf("the guard's check carried: %v, want %v (actions %v)", checked, c.carried, w.acts[0])
-			}
-			if !slices.ContainsFunc(w.acts[0], func(a store.Action) bool { return a.Key == nonceK }) {
-				t.Fatal("the nonce was not carried")
+			if checked := carriedIn(t, acts, memberK); checked != c.carried {
+				t.Fatalf("the guard's check carried: %v, want %v (actions %v)", checked, c.carried, acts[0])
 			}
 		})
 	}
@@ -297,29 +314,13 @@ func TestHeldByImpliesCheck(t *testing.T) {
 		{"head updated unconditionally", store.Update(headK).SetAttr("last", store.S("b")), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			mem := memory.New()
-			t.Cleanup(func() { _ = mem.Close() })
-			if _, err := mem.Write(context.Background(), store.Put(manifestK, store.Item{"type": store.S("x")})); err != nil {
+			acts, err := guardedWrite(t, []store.Key{manifestK}, guard.Part{Action: store.Check(manifestK, store.ItemExists()),
+				Refused: func(*store.ConditionFailedError) error { return errMember }, HeldBy: []store.Key{headK}}, c.own)
+			if err != nil {
 				t.Fatal(err)
 			}
-			w := &writes{Store: mem}
-			g := guard.Wrap(w)
-			ctx, _ := guard.Begin(context.Background())
-			addNonce(t, ctx, g)
-			guard.Add(ctx, g, guard.Part{Action: store.Check(manifestK, store.ItemExists()),
-				Refused: func(*store.ConditionFailedError) error { return errMember }, HeldBy: []store.Key{headK}})
-			if _, err := g.Write(ctx, c.own, store.Put(domainK, store.Item{"type": store.S("x")})); err != nil {
-				t.Fatal(err)
-			}
-			if len(w.acts) != 1 {
-				t.Fatalf("%d writes, want 1 carrying the guard", len(w.acts))
-			}
-			checked := slices.ContainsFunc(w.acts[0], func(a store.Action) bool { return a.Key == manifestK })
-			if checked != c.carried {
-				t.Fatalf("the guard's check carried: %v, want %v (actions %v)", checked, c.carried, w.acts[0])
-			}
-			if !slices.ContainsFunc(w.acts[0], func(a store.Action) bool { return a.Key == nonceK }) {
-				t.Fatal("the nonce was not carried")
+			if checked := carriedIn(t, acts, manifestK); checked != c.carried {
+				t.Fatalf("the guard's check carried: %v, want %v (actions %v)", checked, c.carried, acts[0])
 			}
 		})
 	}
