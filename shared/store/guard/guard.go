@@ -105,12 +105,12 @@ type Part struct {
 	// them to exist holds the check as well, which is then not carried
 	// (a ConditionCheck, 2 write units, saved).
 	Twins []store.Key
-	// HeldBy are the keys of items whose every conditioned write holds
-	// the check as well, by a condition of the item's own its writer
-	// keeps (a world's event head, whose every update refuses a deleted
-	// world, for the check that the world's manifest exists: package
-	// world). A writer's own conditioned action on one of them holds the
-	// check, which is then not carried.
+	// HeldBy are the keys of items whose writer vouches that its
+	// conditioned actions on them in a guarded write hold the check as
+	// well (a world's event head, whose update in every commit refuses a
+	// deleted world, for the check that the world's manifest exists:
+	// package world). A writer's own conditioned action on one of them
+	// holds the check, which is then not carried.
 	HeldBy []store.Key
 }
 
