@@ -116,22 +116,32 @@ func (s *Service) ForwardAction(ctx context.Context, world, awnID, action string
 }
 
 func (s *Service) submit(ctx context.Context, world, awnID, action string, params json.RawMessage, via string) (string, error) {
+	p, _, err := s.prepare(ctx, world, awnID, action, params)
+	if err != nil {
+		return "", err
+	}
+	return s.commitAction(ctx, world, awnID, action, p, via)
+}
+
+// prepare validates an action (its name, its params, the world's list of
+// actions) and returns its params ({} for none) and the world's manifest.
+func (s *Service) prepare(ctx context.Context, world, awnID, action string, params json.RawMessage) (json.RawMessage, Manifest, error) {
 	if !actionNameShape.Match(action) {
-		return "", invalid("action must be 1–64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit; got %s", apierror.Quote(action))
+		return nil, Manifest{}, invalid("action must be 1–64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit; got %s", apierror.Quote(action))
 	}
 	if !validMember(world, awnID) {
-		return "", notJoined(world)
+		return nil, Manifest{}, notJoined(world)
 	}
 	p, err := jsonObject("params", params, MaxParamsBytes)
 	if err != nil {
-		return "", err
+		return nil, Manifest{}, err
 	}
 	if p == nil {
 		p = json.RawMessage("{}")
 	}
 	m, err := s.GetWorld(ctx, world)
 	if err != nil {
-		return "", err
+		return nil, Manifest{}, err
 	}
 	if len(m.Actions) > 0 {
 		names := make([]string, len(m.Actions))
@@ -141,9 +151,15 @@ func (s *Service) submit(ctx context.Context, world, awnID, action string, param
 			ok = ok || a.Name == action
 		}
 		if !ok {
-			return "", invalid("action %s is not one of this world's actions: %s", apierror.Quote(action), strings.Join(names, ", "))
+			return nil, Manifest{}, invalid("action %s is not one of this world's actions: %s", apierror.Quote(action), strings.Join(names, ", "))
 		}
 	}
+	return p, m, nil
+}
+
+// commitAction commits a prepared action's event beside its member's
+// check.
+func (s *Service) commitAction(ctx context.Context, world, awnID, action string, p json.RawMessage, via string) (string, error) {
 	now := s.now().UTC()
 	id := s.ids.New(now)
 	ev, err := s.ids.NewEvent(world, ActionSubmitted, Agents, "", submittedData{ActionID: id, AWNID: awnID, Action: action, Params: p, Via: via}, now)

@@ -21,6 +21,7 @@
 //	private event    EVENTS#<world>#<awnId> <eventId>          event
 //	event head       EVENTHEAD#<world>      HEAD               eventhead
 //	deletion marker  WORLDDEL#<world>       MARKER             worlddeletion (lifecycle.go)
+//	action marker    ACTIONDONE#<world>#<actionId> DONE     actionmarker (queued.go)
 //	message          INBOX#<world>#<awnId>  MSG#<messageId>    message   (package inbox)
 //
 // The manifest holds the owner's key, the slot counter and the member

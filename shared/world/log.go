@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -360,17 +361,21 @@ func takeBatch(reqs []*request) (batch, rest []*request) {
 	checks := map[store.Key]bool{} // keys held by shared checks only
 	actions, bytes := 1, 0
 	fits := func(r *request) bool {
-		if r.fixed || r.ev.World != first.ev.World || len(batch) >= maxBatch || actions+len(r.with)+1 > store.MaxActions {
+		if r.fixed || r.ev.World != first.ev.World || len(batch) >= maxBatch {
 			return false
 		}
-		size := len(r.ev.Data)
+		size, n := len(r.ev.Data), 1 // the event's Put
 		for _, a := range r.with {
-			if keys[a.Key] && !(shared(a) && checks[a.Key]) {
-				return false
+			if keys[a.Key] {
+				if !(shared(a) && checks[a.Key]) {
+					return false
+				}
+				continue // the check already in the batch serves it (write)
 			}
+			n++
 			size += store.ItemSize(a.Item) + store.ItemSize(a.Set)
 		}
-		if bytes+size > maxBatchBytes && len(batch) > 0 {
+		if actions+n > store.MaxActions || (bytes+size > maxBatchBytes && len(batch) > 0) {
 			return false
 		}
 		for _, a := range r.with {
@@ -381,7 +386,7 @@ func takeBatch(reqs []*request) (batch, rest []*request) {
 				delete(checks, a.Key)
 			}
 		}
-		actions, bytes = actions+len(r.with)+1, bytes+size
+		actions, bytes = actions+n, bytes+size
 		return true
 	}
 	batch = batch[:0]
@@ -445,23 +450,7 @@ func (l *Log) write(ctx context.Context, batch []*request) error {
 	if !fixed {
 		l.allocateAfter(batch, "")
 	}
-	var acts []store.Action
-	checked := map[store.Key]bool{}
-	for _, r := range batch {
-		for _, a := range r.with {
-			if shared(a) {
-				// Several requests' guards check that the world
-				// exists: one check serves them (a Write names an
-				// item once). A batch failing is retried one by
-				// one, so indexes stay each caller's.
-				if checked[a.Key] {
-					continue
-				}
-				checked[a.Key] = true
-			}
-			acts = append(acts, a)
-		}
-	}
+	acts := gather(batch)
 	n := len(acts)
 	acts = append(acts, make([]store.Action, 1+len(batch))...)
 	for attempt := 1; ; attempt++ {
@@ -517,6 +506,86 @@ func (l *Log) write(ctx context.Context, batch []*request) error {
 			return fmt.Errorf("world %s: %d commits each found a later event first: %w", first.World, attempt, store.ErrUnavailable)
 		}
 	}
+}
+
+// gather returns the batch's callers' actions, in order, a shared check
+// once: several requests check that one item exists (the world, for their
+// guards; a member acting twice in a batch), and a Write names an item
+// once. A batch failing is retried one by one (run), or its failing
+// caller is left out (CommitEach), so indexes stay each caller's.
+func gather(batch []*request) []store.Action {
+	var acts []store.Action
+	checked := map[store.Key]bool{}
+	for _, r := range batch {
+		for _, a := range r.with {
+			if shared(a) {
+				if checked[a.Key] {
+					continue
+				}
+				checked[a.Key] = true
+			}
+			acts = append(acts, a)
+		}
+	}
+	return acts
+}
+
+// CommitEach commits events of one world, each with actions of its own
+// (with[i] beside evs[i]), in as few Writes as fit (at most 100 actions
+// each: every event's Put and actions, a check that an item exists shared
+// by the events asking it, and one update of the head), and answers each
+// event: nil when it committed. An event whose own action's condition
+// fails is answered a *store.ConditionFailedError whose Action indexes
+// its own actions, and the rest of its Write commits without it (and
+// without every other event whose actions name that item). Any other
+// failure of a Write is the answer of each of its events. It takes no
+// request guard and does not wait in the group commit's queue: its caller
+// batches already (the committer of queued actions). Each committed
+// event's ID in evs is set to the id it committed under.
+//
+// Cost: 1 TransactWriteItems per Write, as Commit's, plus one more for
+// each event left out.
+func (l *Log) CommitEach(ctx context.Context, evs []Event, with [][]store.Action) []error {
+	errs := make([]error, len(evs))
+	reqs := make([]*request, len(evs))
+	at := make(map[*request]int, len(evs))
+	for i, ev := range evs {
+		if ev.World != evs[0].World {
+			errs[i] = fmt.Errorf("world: events of worlds %s and %s in one commit: %w", evs[0].World, ev.World, store.ErrInvalid)
+			continue
+		}
+		var w []store.Action
+		if i < len(with) {
+			w = with[i]
+		}
+		reqs[i] = &request{ctx: ctx, ev: ev, with: w}
+		at[reqs[i]] = i
+	}
+	reqs = slices.DeleteFunc(reqs, func(r *request) bool { return r == nil })
+	for len(reqs) > 0 {
+		batch, rest := takeBatch(reqs)
+		acts := gather(batch)
+		err := l.write(ctx, batch)
+		var cf *store.ConditionFailedError
+		if errors.As(err, &cf) && cf.Action < len(acts) {
+			key, keep := acts[cf.Action].Key, batch[:0:0]
+			for _, r := range batch {
+				if j := slices.IndexFunc(r.with, func(a store.Action) bool { return a.Key == key }); j >= 0 {
+					errs[at[r]] = &store.ConditionFailedError{Action: j, Item: cf.Item}
+				} else {
+					keep = append(keep, r)
+				}
+			}
+			reqs = append(keep, rest...)
+			continue
+		}
+		for _, r := range batch {
+			errs[at[r]] = err
+			evs[at[r]] = r.ev
+		}
+		reqs = rest
+	}
+	return errs
 }
 
 // allocateAfter gives the batch's events increasing ids past head ("" for

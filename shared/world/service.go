@@ -73,6 +73,8 @@ const (
 	// attrEventShards is the manifest's copy of the head's shards (what
 	// the world shows); the head's is the one readers and writers use.
 	attrEventShards = "eventShards"
+	// attrBatchActions is Manifest.BatchActions (absent: false).
+	attrBatchActions = "batchActions"
 
 	attrAWNID      = "awnId"
 	attrKeyID      = "keyId"
@@ -100,8 +102,11 @@ type Service struct {
 	now      func() time.Time
 	ids      *IDs
 	subjects Subjects
-	log      *Log
-	wait     WaitClock
+	// actionQueue takes the actions of worlds that batch them (queued.go);
+	// nil: every action commits at once.
+	actionQueue ActionQueue
+	log         *Log
+	wait        WaitClock
 	// agentParts names other packages' per-agent partitions the deleter
 	// empties (WithAgentPartitions).
 	agentParts PartitionsOf
@@ -283,6 +288,7 @@ func decodeManifest(it store.Item) (Manifest, error) {
 			return Manifest{}, fmt.Errorf("world: manifest %s: %w", it.Key(), err)
 		}
 	}
+	m.BatchActions = it.BoolAttr(attrBatchActions)
 	m.EventShards = 1
 	if _, ok := it[attrEventShards]; ok {
 		n, err := it.Int(attrEventShards)
@@ -371,6 +377,9 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 			if m.EventShards > 1 {
 				it[attrEventShards] = store.N(int64(m.EventShards))
 			}
+			if m.BatchActions {
+				it[attrBatchActions] = store.Bool(true)
+			}
 			m.OwnerKey, m.OwnerKeyID = append(ed25519.PublicKey(nil), signer...), keyID
 			m.OwnerAWNID, m.Status = auth.AWNID(signer), StatusOpen
 			m.Members, m.CreatedAt, m.UpdatedAt = 0, now, now
@@ -437,6 +446,11 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 		} else {
 			drop = append(drop, attrMaxMember)
 		}
+		if m.BatchActions {
+			up = up.SetAttr(attrBatchActions, store.Bool(true))
+		} else {
+			drop = append(drop, attrBatchActions)
+		}
 		if len(drop) > 0 {
 			up = up.Del(drop...)
 		}
@@ -449,7 +463,7 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 		}
 		out := old
 		out.Name, out.Description, out.Category, out.Actions, out.MaxMembers, out.UpdatedAt = m.Name, m.Description, m.Category, m.Actions, m.MaxMembers, now
-		out.EventShards = shards
+		out.EventShards, out.BatchActions = shards, m.BatchActions
 		acts := append([]store.Action{up.When(store.And(store.Eq(attrOwnerKeyID, store.S(keyID)), listed))}, listingPuts(out, ver)...)
 		if shards > old.EventShards {
 			// The head, with the manifest: the next commit of the world

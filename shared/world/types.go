@@ -30,6 +30,12 @@ type Manifest struct {
 	// 500 events a second; each shard costs a poll one Query more
 	// (docs/scale.md).
 	EventShards int
+	// BatchActions queues the world's actions for the committer, which
+	// commits many to a transaction (POST …/actions answers 202), instead
+	// of one transaction each: for a world whose actions pass the few
+	// hundred a second one event head takes (docs/scale.md). Every PUT
+	// sets it; absent is false.
+	BatchActions bool
 	// Members is how many agents are joined now.
 	Members   int64
 	CreatedAt time.Time
