@@ -30,6 +30,30 @@ import (
 // and the world lobby (its seedLobby).
 func network(t *testing.T) string {
 	t.Helper()
+	base, _ := networkHarness(t)
+	return base
+}
+
+// networkWithTriggers is network with the harness's triggers running too
+// (the queue mappings, the stream, the schedules), as `go run ./local` runs
+// them.
+func networkWithTriggers(t *testing.T) string {
+	t.Helper()
+	base, h := networkHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("harness triggers: %v", err)
+		}
+	})
+	return base
+}
+
+func networkHarness(t *testing.T) (string, *harness.Harness) {
+	t.Helper()
 	st := memory.New()
 	t.Cleanup(func() { _ = st.Close() })
 	h, err := harness.New(harness.Options{Log: slog.New(slog.DiscardHandler), Store: st})
@@ -46,7 +70,39 @@ func network(t *testing.T) string {
 	if _, _, err := harness.SeedLobby(context.Background(), st, h.NetworkKey()); err != nil {
 		t.Fatal(err)
 	}
-	return srv.URL
+	return srv.URL, h
+}
+
+// TestBatchedActionsEndToEnd: awn world create --batch-actions makes a
+// world whose actions are queued; awn act says so, and the action's event
+// shows in awn events once world-commit has run (the harness's queue
+// mapping, after its batching window).
+func TestBatchedActionsEndToEnd(t *testing.T) {
+	t.Parallel()
+	base := networkWithTriggers(t)
+	a := newAgentID(t, base)
+	if r := awn(t, a.env, "world", "create", "busy", "--batch-actions"); r.code != 0 || !strings.Contains(r.stdout, "batch_actions:") {
+		t.Fatalf("world create --batch-actions: %v", r)
+	}
+	if r := awn(t, a.env, "join", "busy"); r.code != 0 {
+		t.Fatalf("join busy: %v", r)
+	}
+	r := awn(t, a.env, "act", "busy", "move", "--params", `{"to":"e4"}`)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "queued move in busy: ") {
+		t.Fatalf("act in a batching world: %v", r)
+	}
+	id := strings.TrimSpace(strings.TrimPrefix(r.stdout, "queued move in busy: "))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r = awn(t, a.env, "events", "busy")
+		if r.code == 0 && strings.Contains(r.stdout, "action.submitted") && strings.Contains(r.stdout, id) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued action %s never showed in the events: %v", id, r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestRegistryEndToEnd is the issue's must-show against the whole local

@@ -226,12 +226,20 @@ func triggerInvocation(tr routes.Trigger) (invocation, error) {
 	case routes.QueueTrigger:
 		// One delivery job for a webhook that does not exist: the worker
 		// (or the dead-letter consumer) reads the table, finds no webhook
-		// and settles the message; none may be reported failed.
+		// and settles the message; none may be reported failed. (The
+		// action queue's consumer gets an action instead, below.)
 		job, err := json.Marshal(webhook.Job{
 			Event: world.Event{ID: "01JSMOKE0000000000000000000", Type: "message", World: "lobby", Data: json.RawMessage(`{}`),
 				Visibility: world.Private, Recipient: "awn_smoke", CreatedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
 			Recipient: "awn_smoke", Hook: "1", URL: "https://example.invalid/hook",
 		})
+		if tr.Queue == routes.ActionQueue {
+			// A queued action of an agent that is not a member: the
+			// committer's member check fails and the action is dropped
+			// (acknowledged, not reported failed).
+			job, err = json.Marshal(world.QueuedAction{World: "lobby", ActionID: "01KBQ4Q8Y8W2Y8Y8Y8Y8Y8Y8Y8", AWNID: auth.AWNID(make([]byte, 32)),
+				Action: "wave", Params: json.RawMessage(`{}`)})
+		}
 		if err != nil {
 			return invocation{}, err
 		}

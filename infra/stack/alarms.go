@@ -45,6 +45,10 @@ const (
 	// waited fifteen minutes. The delivery queue's early retries wait in
 	// it for at most five, and its dead-letter queue is drained as soon
 	// as a message lands: a message this old means its consumer is failing.
+	// The queued actions' dead-letter queue has no consumer: its alarm
+	// fires fifteen minutes after an action the committer gave up on lands
+	// there (SQS counts a dead letter's age from its move) and clears once
+	// the action is redriven.
 	QueueAgeThresholdS = 15 * 60
 	// TableThrottlesThreshold: one throttled read or write of the table or
 	// its indexes. On-demand tables throttle a hot partition, or traffic

@@ -79,6 +79,7 @@ func checkMonitoring(t *testing.T, s *synthesized) {
 	for id, threshold := range map[string]float64{
 		"TableThrottles": stack.TableThrottlesThreshold, "Api5xx": stack.APIServerErrorsThreshold,
 		"Queue-" + routes.DeliveryDeadLetters + "-Age": stack.QueueAgeThresholdS,
+		"Queue-" + routes.ActionDeadLetters + "-Age":   stack.QueueAgeThresholdS,
 	} {
 		a, ok := s.stack.Alarms[id]
 		if !ok {

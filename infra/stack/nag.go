@@ -98,9 +98,10 @@ var (
 	nagQueueIsDLQ = []NagSuppression{
 		{
 			ID: "Serverless-SQSRedrivePolicy",
-			Reason: "This queue is itself a dead-letter queue (of the delivery queue): a redrive policy of its own " +
-				"would only move the same deliveries one hop further; its consumer keeps each message as the " +
-				"webhook's dead letter, and one it cannot keep stays here for the retention period.",
+			Reason: "This queue is itself a dead-letter queue of the queue table (webhook deliveries, queued world " +
+				"actions): a redrive policy of its own would only move the same messages one hop further. A message " +
+				"stays here for the retention period, for its consumer (the webhook's dead letters) or for SQS's " +
+				"redrive back to its source queue, and its age alarm reports it.",
 		},
 	}
 	nagQueueMappingDestination = NagSuppression{

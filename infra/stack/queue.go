@@ -11,15 +11,23 @@ import (
 )
 
 // SQS limits the queue table and queue triggers are checked against.
+// A queue trigger's batch is at most MaxQueueBatchSize messages (SQS's
+// most per receive) without a batching window, and at most
+// MaxQueueWindowBatchSize with a window of at least 1 s (Lambda's rule for
+// standard queues: the mapping then receives until the batch is full, the
+// window ends or the event reaches 6 MB); the window is at most
+// MaxQueueBatchWindowS.
 const (
-	MaxQueueBatchSize    = 10
-	MinQueueConcurrency  = 2
-	MaxQueueConcurrency  = 1000
-	MaxQueueVisibilityS  = 12 * 3600
-	MaxQueueRetentionS   = 14 * 24 * 3600
-	MinQueueRetentionS   = 60
-	MaxQueueReceiveCount = 1000
-	queueConstructPrefix = "Queue-"
+	MaxQueueBatchSize       = 10
+	MaxQueueWindowBatchSize = 10000
+	MaxQueueBatchWindowS    = 300
+	MinQueueConcurrency     = 2
+	MaxQueueConcurrency     = 1000
+	MaxQueueVisibilityS     = 12 * 3600
+	MaxQueueRetentionS      = 14 * 24 * 3600
+	MinQueueRetentionS      = 60
+	MaxQueueReceiveCount    = 1000
+	queueConstructPrefix    = "Queue-"
 )
 
 // Actions on a queue. A sender may only send; a queue trigger's function
@@ -105,8 +113,8 @@ func (s *Stack) grantConsume(tr routes.Trigger, role awsiam.Role, env map[string
 }
 
 // addQueueTrigger feeds the function from its queue: Lambda's SQS event
-// source mapping with the trigger's batch size, partial batch responses
-// and maximum concurrency.
+// source mapping with the trigger's batch size, batching window, partial
+// batch responses and maximum concurrency.
 func (s *Stack) addQueueTrigger(scope constructs.Construct, tr routes.Trigger, f awslambda.Function) {
 	q := s.Queues[tr.Queue]
 	props := &awslambda.EventSourceMappingProps{
@@ -115,6 +123,9 @@ func (s *Stack) addQueueTrigger(scope constructs.Construct, tr routes.Trigger, f
 		BatchSize:               jsii.Number(float64(QueueBatchSize(tr))),
 		ReportBatchItemFailures: jsii.Bool(tr.ReportBatchItemFailures),
 		MaxConcurrency:          jsii.Number(float64(QueueConcurrency(tr))),
+	}
+	if tr.BatchWindowSeconds > 0 {
+		props.MaxBatchingWindow = awscdk.Duration_Seconds(jsii.Number(float64(tr.BatchWindowSeconds)))
 	}
 	m := awslambda.NewEventSourceMapping(scope, jsii.String("Queue-"+tr.Queue), props)
 	suppress(m, nagQueueMappingDestination)
@@ -179,8 +190,18 @@ func validateQueues(p Props, fail func(string, ...any)) {
 				fail("function %q: queue trigger on %q, not a queue of the table", fn.Name, tr.Queue)
 				continue
 			}
-			if tr.BatchSize < 0 || tr.BatchSize > MaxQueueBatchSize {
-				fail("function %q: queue batch size %d outside 1..%d", fn.Name, tr.BatchSize, MaxQueueBatchSize)
+			if w := tr.BatchWindowSeconds; w < 0 || w > MaxQueueBatchWindowS {
+				fail("function %q: queue batch window %d s outside 0..%d", fn.Name, w, MaxQueueBatchWindowS)
+			}
+			// Lambda refuses a batch over one receive's worth unless a
+			// window of at least 1 s lets the mapping gather it.
+			maxBatch := MaxQueueBatchSize
+			if tr.BatchWindowSeconds >= 1 {
+				maxBatch = MaxQueueWindowBatchSize
+			}
+			if tr.BatchSize < 0 || tr.BatchSize > maxBatch {
+				fail("function %q: queue batch size %d outside 1..%d with a batch window of %d s (over %d needs a window of at least 1 s)",
+					fn.Name, tr.BatchSize, maxBatch, tr.BatchWindowSeconds, MaxQueueBatchSize)
 			}
 			if c := tr.MaxConcurrency; c != 0 && (c < MinQueueConcurrency || c > MaxQueueConcurrency) {
 				fail("function %q: queue concurrency %d outside %d..%d", fn.Name, c, MinQueueConcurrency, MaxQueueConcurrency)
@@ -190,8 +211,8 @@ func validateQueues(p Props, fail func(string, ...any)) {
 			if q.VisibilityTimeoutSeconds < fn.TimeoutSeconds {
 				fail("function %q: queue %q's visibility timeout %d s is under the function's timeout %d s", fn.Name, q.Name, q.VisibilityTimeoutSeconds, fn.TimeoutSeconds)
 			}
-			if len(tr.Filters) > 0 || tr.BatchWindowSeconds != 0 {
-				fail("function %q: queue triggers take no filters or batch window here", fn.Name)
+			if len(tr.Filters) > 0 {
+				fail("function %q: queue triggers take no filters here", fn.Name)
 			}
 		}
 	}

@@ -57,19 +57,27 @@ func checkQueues(t *testing.T, s *synthesized) {
 			}
 			consumes[fn.Name] = append(consumes[fn.Name], tr.Queue)
 			fnID := s.logicalID(t, s.stack.Functions[fn.Name])
+			var window any = assertions.Match_Absent()
+			if tr.BatchWindowSeconds > 0 {
+				window = tr.BatchWindowSeconds
+			}
 			checkAssertion(t, fn.Name+" queue mapping", func() {
 				s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
-					"FunctionName":          map[string]any{"Ref": fnID},
-					"EventSourceArn":        map[string]any{"Fn::GetAtt": []any{qid[tr.Queue], "Arn"}},
-					"BatchSize":             stack.QueueBatchSize(tr),
-					"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
-					"ScalingConfig":         map[string]any{"MaximumConcurrency": stack.QueueConcurrency(tr)},
+					"FunctionName":                   map[string]any{"Ref": fnID},
+					"EventSourceArn":                 map[string]any{"Fn::GetAtt": []any{qid[tr.Queue], "Arn"}},
+					"BatchSize":                      stack.QueueBatchSize(tr),
+					"MaximumBatchingWindowInSeconds": window,
+					"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+					"ScalingConfig":                  map[string]any{"MaximumConcurrency": stack.QueueConcurrency(tr)},
 				})
 			})
 		}
 	}
 	if len(consumes["webhook-deliver"]) != 1 || len(consumes["webhook-deadletter"]) != 1 || !slices.Contains(sends["webhook-dispatcher"], routes.DeliveryQueue) {
 		t.Fatalf("route table: deliver consumes %v, deadletter %v, dispatcher sends %v", consumes["webhook-deliver"], consumes["webhook-deadletter"], sends["webhook-dispatcher"])
+	}
+	if !slices.Equal(consumes["world-commit"], []string{routes.ActionQueue}) || !slices.Equal(sends["world-act"], []string{routes.ActionQueue}) {
+		t.Fatalf("route table: world-commit consumes %v, world-act sends %v; want %s", consumes["world-commit"], sends["world-act"], routes.ActionQueue)
 	}
 	for _, fn := range s.props.Functions {
 		role := s.logicalID(t, s.stack.Roles[fn.Name])
@@ -127,5 +135,63 @@ func checkQueues(t *testing.T, s *synthesized) {
 				t.Errorf("%s granted on *", a)
 			}
 		}
+	}
+}
+
+// checkActionQueue: the queued world actions as written down for them,
+// spelled out rather than read from the route table: world-commit's
+// mapping gathers batches of up to 1000 for 1 s, two invocations at most,
+// with partial batch responses; the queue moves an action to its
+// dead-letter queue after 5 receives; world-act may send to it (and to no
+// other queue) and knows its URL.
+func checkActionQueue(t *testing.T, s *synthesized) {
+	for _, name := range []string{"world-act", "world-commit"} {
+		if _, ok := s.stack.Functions[name]; !ok {
+			t.Fatalf("%s not deployed", name)
+		}
+	}
+	queueID := s.logicalID(t, s.stack.Queues[routes.ActionQueue])
+	deadID := s.logicalID(t, s.stack.Queues[routes.ActionDeadLetters])
+	commitID := s.logicalID(t, s.stack.Functions["world-commit"])
+	checkAssertion(t, "world-commit mapping", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{
+			"FunctionName":                   map[string]any{"Ref": commitID},
+			"EventSourceArn":                 map[string]any{"Fn::GetAtt": []any{queueID, "Arn"}},
+			"BatchSize":                      1000,
+			"MaximumBatchingWindowInSeconds": 1,
+			"ScalingConfig":                  map[string]any{"MaximumConcurrency": 2},
+			"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+		})
+	})
+	cfg, _ := routes.QueueConfig(routes.ActionQueue)
+	checkAssertion(t, "world-actions queue", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
+			"MessageRetentionPeriod": cfg.RetentionSeconds,
+			"RedrivePolicy": map[string]any{
+				"deadLetterTargetArn": map[string]any{"Fn::GetAtt": []any{deadID, "Arn"}},
+				"maxReceiveCount":     5,
+			},
+		})
+	})
+	// Sends and URLs, by queue: world-act's on the action queue only.
+	act := s.logicalID(t, s.stack.Roles["world-act"])
+	var sendsTo []string
+	for _, st := range s.policyStatements(act) {
+		if slices.Contains(st.Actions, "sqs:SendMessage") {
+			for _, r := range st.Resources {
+				sendsTo = append(sendsTo, fmt.Sprint(r))
+			}
+		}
+	}
+	if want := fmt.Sprint(map[string]any{"Fn::GetAtt": []any{queueID, "Arn"}}); !slices.Equal(sendsTo, []string{want}) {
+		t.Errorf("world-act may send to %v, want %s only", sendsTo, want)
+	}
+	env, _ := s.resources[s.logicalID(t, s.stack.Functions["world-act"])].Properties["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	if got := fmt.Sprint(vars["QUEUE_URL_WORLD_ACTIONS"]); got != fmt.Sprint(map[string]any{"Ref": queueID}) {
+		t.Errorf("world-act: QUEUE_URL_WORLD_ACTIONS = %s", got)
+	}
+	if v, ok := vars["QUEUE_URL_WEBHOOK_DELIVERIES"]; ok {
+		t.Errorf("world-act: QUEUE_URL_WEBHOOK_DELIVERIES = %v", v)
 	}
 }

@@ -939,6 +939,7 @@ func TestCheckoutStack(t *testing.T) {
 		}
 	})
 	t.Run("delivery queues", func(t *testing.T) { checkQueues(t, s) })
+	t.Run("action queue", func(t *testing.T) { checkActionQueue(t, s) })
 	t.Run("table access matches routes.TableAccess", func(t *testing.T) {
 		for _, fn := range props.Functions {
 			if got, want := accessOf(props, fn.Name), routes.TableAccess(fn.Name); got != want {
@@ -1318,6 +1319,18 @@ func TestValidate(t *testing.T) {
 			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.QueueTrigger, Queue: routes.DeliveryQueue, MaxConcurrency: 50}}
 			p.ReservedConcurrency = map[string]int{"fn-a": 10}
 		}, "under its queue trigger's maximum concurrency 50"},
+		{"queue batch over 10 without a window", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.QueueTrigger, Queue: routes.DeliveryQueue, BatchSize: 11}}
+		}, "queue batch size 11 outside 1..10 with a batch window of 0 s"},
+		{"queue batch over 10000 with a window", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.QueueTrigger, Queue: routes.DeliveryQueue, BatchSize: stack.MaxQueueWindowBatchSize + 1, BatchWindowSeconds: 1}}
+		}, "queue batch size 10001 outside 1..10000"},
+		{"queue window too long", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.QueueTrigger, Queue: routes.DeliveryQueue, BatchWindowSeconds: stack.MaxQueueBatchWindowS + 1}}
+		}, "queue batch window 301 s outside 0..300"},
+		{"filter on a queue", func(p *stack.Props) {
+			p.Functions[0].Triggers = []routes.Trigger{{Kind: routes.QueueTrigger, Queue: routes.DeliveryQueue, Filters: []routes.StreamFilter{routes.EventInserts()}}}
+		}, "queue triggers take no filters"},
 		{"bad CORS origin", func(p *stack.Props) { p.CorsOrigins = []string{"example.com"} }, `CORS origin "example.com"`},
 		{"domain without certificate", func(p *stack.Props) { p.DomainName = "api.example.com" }, "both domainName and certificateArn"},
 		{"bad domain", func(p *stack.Props) {
@@ -1347,6 +1360,18 @@ func TestValidate(t *testing.T) {
 	edge.ReservedConcurrency = map[string]int{"fn-a": stack.DefaultAccountConcurrency - stack.MinUnreservedConcurrency}
 	if _, err := stack.New(awscdk.NewApp(nil), edge); err != nil {
 		t.Errorf("reservation of %d: %v", stack.DefaultAccountConcurrency-stack.MinUnreservedConcurrency, err)
+	}
+	// A queue batch past 10 is taken with a window of at least 1 s, up to
+	// Lambda's 10000 and its 300 s window.
+	for _, tr := range []routes.Trigger{
+		{Kind: routes.QueueTrigger, Queue: routes.DeliveryQueue, BatchSize: 11, BatchWindowSeconds: 1},
+		{Kind: routes.QueueTrigger, Queue: routes.DeliveryQueue, BatchSize: stack.MaxQueueWindowBatchSize, BatchWindowSeconds: stack.MaxQueueBatchWindowS},
+	} {
+		p := good()
+		p.Functions[0].Triggers = []routes.Trigger{tr}
+		if _, err := stack.New(awscdk.NewApp(nil), p); err != nil {
+			t.Errorf("queue batch %d, window %d s: %v", tr.BatchSize, tr.BatchWindowSeconds, err)
+		}
 	}
 	for _, c := range cases {
 		p := good()

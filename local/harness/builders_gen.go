@@ -14,6 +14,7 @@ import (
 	"github.com/a2awire/a2awire/functions/webhook-deliver/deliverer"
 	"github.com/a2awire/a2awire/functions/webhook-dispatcher/dispatcher"
 	"github.com/a2awire/a2awire/functions/webhook-retry/retry"
+	"github.com/a2awire/a2awire/functions/world-commit/committer"
 	"github.com/a2awire/a2awire/functions/world-deleter/deleter"
 	"github.com/a2awire/a2awire/shared/a2abridge"
 	"github.com/a2awire/a2awire/shared/escrowhttp"
@@ -51,6 +52,7 @@ func builders() map[string]function.Builder {
 		"world-bans":           worldhttp.BuildBans,
 		"world-card":           worldhttp.BuildCard,
 		"world-close":          worldhttp.BuildClose,
+		"world-commit":         committer.Build,
 		"world-delete":         worldhttp.BuildDelete,
 		"world-deleter":        deleter.Build,
 		"world-events":         worldhttp.BuildEvents,

@@ -371,8 +371,8 @@ func (h *Harness) Triggers() []string {
 		out = append(out, fmt.Sprintf("%s: schedule %s", s.Entry.Name(), s.Expression))
 	}
 	for _, m := range h.mappings {
-		out = append(out, fmt.Sprintf("%s: queue %s (batch %d, concurrency %d, batchItemFailures %v)", m.Entry.Name(), m.Trigger.Queue,
-			cmpInt(m.Trigger.BatchSize, routes.DefaultQueueBatchSize), cmpInt(m.Trigger.MaxConcurrency, routes.DefaultQueueConcurrency), m.Trigger.ReportBatchItemFailures))
+		out = append(out, fmt.Sprintf("%s: queue %s (batch %d, window %ds, concurrency %d, batchItemFailures %v)", m.Entry.Name(), m.Trigger.Queue,
+			cmpInt(m.Trigger.BatchSize, routes.DefaultQueueBatchSize), m.Trigger.BatchWindowSeconds, cmpInt(m.Trigger.MaxConcurrency, routes.DefaultQueueConcurrency), m.Trigger.ReportBatchItemFailures))
 	}
 	return out
 }

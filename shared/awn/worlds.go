@@ -49,25 +49,30 @@ type WorldSpec struct {
 	// (1–16, only growing; 0 sends none: 1 at creation, unchanged at an
 	// update). For a world expecting more than about 500 events a second.
 	EventShards int
+	// BatchActions queues the world's actions and commits them many to a
+	// transaction (Act answers 202): for a world expecting more than a
+	// few hundred actions a second. Every create or update sets it.
+	BatchActions bool
 }
 
 // Manifest is a world's public document; its fields are the server's JSON
 // fields of the same names (docs/worlds.md).
 type Manifest struct {
-	WorldID     string             `json:"worldId"`
-	Name        string             `json:"name"`
-	Description string             `json:"description"`
-	Category    string             `json:"category"`
-	Actions     []world.ActionSpec `json:"actions"`
-	OwnerKeyID  string             `json:"ownerKeyId"`
-	OwnerAWNID  string             `json:"ownerAwnId"`
-	Status      string             `json:"status"`
-	MaxMembers  *int64             `json:"maxMembers"`
-	EventShards int                `json:"eventShards"`
-	MemberCount int64              `json:"memberCount"`
-	CreatedAt   string             `json:"createdAt"`
-	UpdatedAt   string             `json:"updatedAt"`
-	CardURL     string             `json:"cardUrl"`
+	WorldID      string             `json:"worldId"`
+	Name         string             `json:"name"`
+	Description  string             `json:"description"`
+	Category     string             `json:"category"`
+	Actions      []world.ActionSpec `json:"actions"`
+	OwnerKeyID   string             `json:"ownerKeyId"`
+	OwnerAWNID   string             `json:"ownerAwnId"`
+	Status       string             `json:"status"`
+	MaxMembers   *int64             `json:"maxMembers"`
+	EventShards  int                `json:"eventShards"`
+	BatchActions bool               `json:"batchActions"`
+	MemberCount  int64              `json:"memberCount"`
+	CreatedAt    string             `json:"createdAt"`
+	UpdatedAt    string             `json:"updatedAt"`
+	CardURL      string             `json:"cardUrl"`
 	// Reply is the answer: Created on a new world, Raw as sent.
 	Reply Reply `json:"-"` // the answer: its status, and its JSON as sent
 }
@@ -103,6 +108,9 @@ func (c *Client) CreateWorld(ctx context.Context, id string, spec WorldSpec) (Ma
 	body := map[string]any{"publicKey": me.PublicKeyBase64(), "actions": actions}
 	if spec.EventShards != 0 {
 		body["eventShards"] = spec.EventShards
+	}
+	if spec.BatchActions {
+		body["batchActions"] = true
 	}
 	for k, v := range map[string]string{"name": spec.Name, "description": spec.Description, "category": spec.Category} {
 		if v != "" {
@@ -339,7 +347,9 @@ func (c *Client) Messages(ctx context.Context, worldID string, mq MessageQuery) 
 }
 
 // Act submits action with params (a JSON object; nil is {}) in world and
-// returns the action's id.
+// returns the action's id. In a world that batches its actions the answer
+// is 202 (Reply.Status) and the action.submitted event follows within
+// about a second.
 func (c *Client) Act(ctx context.Context, worldID, action string, params json.RawMessage) (string, Reply, error) {
 	if params == nil {
 		params = json.RawMessage(`{}`)

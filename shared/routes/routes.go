@@ -151,8 +151,12 @@ type Trigger struct {
 	// BatchSize is the most stream records per invocation (StreamTrigger;
 	// 0 means DefaultStreamBatchSize).
 	BatchSize int
-	// BatchWindowSeconds is how long records are gathered before an
-	// invocation (StreamTrigger; 0: hand them over as soon as polled).
+	// BatchWindowSeconds is how long records or messages are gathered
+	// before an invocation (0: hand them over as soon as polled). A
+	// QueueTrigger's batch size may pass 10 (SQS's most per receive) only
+	// with a window of at least 1 s, as Lambda requires: the mapping then
+	// receives until the batch is full, the window ends or the batch's
+	// bodies reach Lambda's 6 MB payload.
 	BatchWindowSeconds int
 	// ReportBatchItemFailures lets the function answer
 	// {"batchItemFailures": [...]}: a stream batch is checkpointed before
@@ -321,6 +325,16 @@ type Queue struct {
 	DeadLetter string
 }
 
+// Queues of a world's batched actions (world.Manifest.BatchActions).
+const (
+	// ActionQueue holds one message per action submitted to a world that
+	// batches its actions (package world's QueuedAction).
+	ActionQueue = "world-actions"
+	// ActionDeadLetters holds the queued actions the committer kept
+	// failing on, for SQS's redrive back to ActionQueue.
+	ActionDeadLetters = "world-actions-dead"
+)
+
 // Queues of webhook delivery.
 const (
 	// DeliveryQueue holds one message per delivery of an event to a
@@ -338,6 +352,13 @@ var queues = []Queue{
 	// spare for a worker that fails before it can settle one.
 	{Name: DeliveryQueue, VisibilityTimeoutSeconds: 90, RetentionSeconds: 4 * 24 * 3600, MaxReceiveCount: 5, DeadLetter: DeliveryDeadLetters},
 	{Name: DeliveryDeadLetters, VisibilityTimeoutSeconds: 60, RetentionSeconds: 14 * 24 * 3600},
+	// The committer runs at most 29 s (six times that is 174). A queued
+	// action lives at most 4 days, on the queue and then on its
+	// dead-letter queue alike (SQS counts a dead letter's age from its
+	// first send), which the markers that stop a redelivered action from
+	// committing twice outlive (world.QueuedMarkerTTL).
+	{Name: ActionQueue, VisibilityTimeoutSeconds: 180, RetentionSeconds: 4 * 24 * 3600, MaxReceiveCount: 5, DeadLetter: ActionDeadLetters},
+	{Name: ActionDeadLetters, VisibilityTimeoutSeconds: 60, RetentionSeconds: 4 * 24 * 3600},
 }
 
 // QueueURLEnv is the variable holding the URL of the queue named name,
@@ -461,7 +482,10 @@ var functions = []Function{
 	{Name: "world-send", Builder: "shared/worldhttp.BuildSend", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_SEND": ""}},
 	{Name: "world-messages", Builder: "shared/worldhttp.BuildMessages", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_READ": ""}},
 	{Name: "world-ping", Builder: "shared/worldhttp.BuildPing", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_PING": "", "NETWORK_SIGNING_KEY": ""}},
-	{Name: "world-act", Builder: "shared/worldhttp.BuildAct", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_ACTIONS": ""}},
+	// world-act commits an action at once, or, in a world that batches its
+	// actions, queues it for world-commit.
+	{Name: "world-act", Builder: "shared/worldhttp.BuildAct", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_ACTIONS": ""},
+		Sends: []string{ActionQueue}},
 	{Name: "world-events", Builder: "shared/worldhttp.BuildEvents", MemoryMB: 256, TimeoutSeconds: 25},
 	// The event stream holds one invocation per open stream: 128 MB is
 	// plenty for one reader and halves the GB-s of 256; it ends a stream
@@ -566,6 +590,14 @@ var functions = []Function{
 		Env:      map[string]string{"NETWORK_SIGNING_KEY": ""},
 		Sends:    []string{DeliveryQueue},
 		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
+
+	// world-commit commits the queued actions of worlds that batch them:
+	// a world's head takes about 500 commits a second, and one at a time
+	// (docs/scale.md), so its actions commit many to a transaction. Batches
+	// of up to 1,000 gathered for 1 s, at most 2 invocations at once (more
+	// would only contend for the same heads), partial batch failures.
+	{Name: "world-commit", Builder: "functions/world-commit/committer.Build", MemoryMB: 512, TimeoutSeconds: 29, Table: ReadWrite,
+		Triggers: []Trigger{{Kind: QueueTrigger, Queue: ActionQueue, BatchSize: 1000, BatchWindowSeconds: 1, MaxConcurrency: 2, ReportBatchItemFailures: true}}},
 
 	// The presence sweep: every minute (EventBridge's finest rate) it
 	// announces presence.changed offline for the members whose poll or

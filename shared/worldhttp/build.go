@@ -8,10 +8,14 @@ import (
 	"github.com/a2awire/a2awire/shared/function"
 	"github.com/a2awire/a2awire/shared/inbox"
 	"github.com/a2awire/a2awire/shared/lambdahttp"
+	"github.com/a2awire/a2awire/shared/queue"
+	"github.com/a2awire/a2awire/shared/queue/sqsqueue"
 	"github.com/a2awire/a2awire/shared/ratelimit"
 	"github.com/a2awire/a2awire/shared/registry"
+	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/webhook"
 	"github.com/a2awire/a2awire/shared/webhook/delivery"
+	"github.com/a2awire/a2awire/shared/world"
 )
 
 // The builders of the world functions, one per function, named in the
@@ -73,9 +77,22 @@ func BuildPing(env function.Env) (any, error) {
 	})
 }
 
-// BuildAct builds world-act.
+// BuildAct builds world-act, over the action queue of the worlds that
+// batch their actions.
 func BuildAct(env function.Env) (any, error) {
-	return build(env, func(d Deps) (http.Handler, error) { return NewAct(d.Options, d.World) })
+	var (
+		q   queue.Queue
+		err error
+	)
+	if env.Queues != nil {
+		q, err = env.Queues(routes.ActionQueue)
+	} else {
+		q, err = sqsqueue.FromEnv(env.Env, routes.ActionQueue)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return buildWith(env, []world.Option{world.WithActionQueue(q)}, func(d Deps) (http.Handler, error) { return NewAct(d.Options, d.World) })
 }
 
 // BuildEvents builds world-events.
@@ -126,6 +143,11 @@ func WithAttemptTimeout(o egress.Options) egress.Options {
 // build is every world builder: the dependencies from env, the handler
 // from them, its Lambda entry.
 func build(env function.Env, handler func(Deps) (http.Handler, error)) (any, error) {
+	return buildWith(env, nil, handler)
+}
+
+// buildWith is build with options of the world service.
+func buildWith(env function.Env, wopts []world.Option, handler func(Deps) (http.Handler, error)) (any, error) {
 	st, err := env.NeedStore(env.Name)
 	if err != nil {
 		return nil, err
@@ -137,7 +159,7 @@ func build(env function.Env, handler func(Deps) (http.Handler, error)) (any, err
 	if err != nil {
 		return nil, fmt.Errorf("worldhttp: %w", err)
 	}
-	d := NewDeps(st, limits, env.Env("BASE_URL"), env.Log, env.Now)
+	d := NewDeps(st, limits, env.Env("BASE_URL"), env.Log, env.Now, wopts...)
 	d.Options.Function = env.Name
 	h, err := handler(d)
 	if err != nil {

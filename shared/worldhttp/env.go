@@ -27,11 +27,11 @@ type Deps struct {
 // rate limiter with limits, and the Agent Card's base URL. The Lambda mains
 // (FromEnv) and the local harness both build them here, so the two cannot
 // wire the functions differently.
-func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.Logger, now func() time.Time) Deps {
+func NewDeps(st store.Store, limits ratelimit.Limits, baseURL string, log *slog.Logger, now func() time.Time, wopts ...world.Option) Deps {
 	// The guarded store writes each signed request's nonce, rate-limit
 	// count and membership check with the domain's own first call.
 	st = guard.Wrap(st)
-	w := world.New(st, world.WithSubjects(registry.New(st)), world.WithClock(now))
+	w := world.New(st, append([]world.Option{world.WithSubjects(registry.New(st)), world.WithClock(now)}, wopts...)...)
 	var lopts []ratelimit.Option
 	if now != nil {
 		lopts = append(lopts, ratelimit.WithClock(now))

@@ -113,12 +113,13 @@ func (f *fake) MemberKey(ctx context.Context, w, keyID string) (ed25519.PublicKe
 	return f.MemberKeyFn(ctx, w, keyID)
 }
 
-func (f *fake) SubmitAction(ctx context.Context, w, awnID, action string, params json.RawMessage) (string, error) {
+func (f *fake) Act(ctx context.Context, w, awnID, action string, params json.RawMessage) (world.Submitted, error) {
 	f.count("SubmitAction")
 	if f.SubmitActionFn == nil {
-		return "", errUnexpected
+		return world.Submitted{}, errUnexpected
 	}
-	return f.SubmitActionFn(ctx, w, awnID, action, params)
+	id, err := f.SubmitActionFn(ctx, w, awnID, action, params)
+	return world.Submitted{ActionID: id}, err
 }
 
 // Poll answers WaitEventsFn's events, its cursor the last one's id (or

@@ -54,10 +54,10 @@ type Prober interface {
 	Probe(ctx context.Context, world, target string) (bool, time.Duration, error)
 }
 
-// ActionSubmitter records a member's action and returns its id
-// (world.Service.SubmitAction).
+// ActionSubmitter records a member's action, or queues it in a world that
+// batches its actions, and returns its id (world.Service.Act).
 type ActionSubmitter interface {
-	SubmitAction(ctx context.Context, world, awnID, action string, params json.RawMessage) (string, error)
+	Act(ctx context.Context, world, awnID, action string, params json.RawMessage) (world.Submitted, error)
 }
 
 // EventWaiter long-polls the events visible to a member after a cursor
@@ -340,7 +340,9 @@ func NewPing(o Options, pinger Pinger, prober Prober) (http.Handler, error) {
 }
 
 // NewAct serves POST /v0/worlds/{world}/actions (rate limit "actions"):
-// {action, params?} → 201 {actionId}.
+// {action, params?} → 201 {actionId}, or 202 {actionId, queued: true} in a
+// world that batches its actions (the event commits within about a
+// second, world-commit).
 func NewAct(o Options, submitter ActionSubmitter) (http.Handler, error) {
 	if submitter == nil {
 		return nil, errors.New("worldhttp: no world service")
@@ -361,12 +363,21 @@ func NewAct(o Options, submitter ActionSubmitter) (http.Handler, error) {
 		}
 		// The world checks params (a JSON object or null, its size, its
 		// numbers): once, in the domain.
-		id, err := submitter.SubmitAction(r.Context(), world, awnID, in.Action, in.Params)
+		sub, err := submitter.Act(r.Context(), world, awnID, in.Action, in.Params)
 		if err != nil {
 			return fmt.Errorf("worldhttp: submit action: %w", err)
 		}
-		return reply(w, http.StatusCreated, map[string]string{"actionId": id})
+		if sub.Queued {
+			return reply(w, http.StatusAccepted, actionQueued{ActionID: sub.ActionID, Queued: true})
+		}
+		return reply(w, http.StatusCreated, map[string]string{"actionId": sub.ActionID})
 	}), nil, readAhead(func(r *http.Request) []guard.Read { return world.ActionReads(access.Param(r, "world")) }))
+}
+
+// actionQueued answers an action queued in a world that batches them.
+type actionQueued struct {
+	ActionID string `json:"actionId"`
+	Queued   bool   `json:"queued"`
 }
 
 // eventOut is an event as clients see it.

@@ -54,6 +54,9 @@ type manifestOut struct {
 	// EventShards is how many partitions the world's events are written
 	// across (1 unless its owner raised it).
 	EventShards int `json:"eventShards"`
+	// BatchActions: the world's actions are queued and committed in
+	// batches (POST …/actions answers 202).
+	BatchActions bool `json:"batchActions"`
 	// Members is memberCount under its first name, kept for clients
 	// that read it.
 	Members     int64  `json:"members"`
@@ -72,7 +75,7 @@ func manifestJSON(m world.Manifest, base string) manifestOut {
 	}
 	out := manifestOut{
 		WorldID: m.ID, Name: m.Name, Description: m.Description, Category: m.Category, Actions: actions,
-		OwnerKeyID: m.OwnerKeyID, OwnerAWNID: m.OwnerAWNID, Status: m.Status, EventShards: max(m.EventShards, 1), Members: m.Members, MemberCount: m.Members,
+		OwnerKeyID: m.OwnerKeyID, OwnerAWNID: m.OwnerAWNID, Status: m.Status, EventShards: max(m.EventShards, 1), BatchActions: m.BatchActions, Members: m.Members, MemberCount: m.Members,
 		CreatedAt: timestamp(m.CreatedAt), UpdatedAt: timestamp(m.UpdatedAt), CardURL: cardURL(base, m.ID),
 	}
 	if m.MaxMembers > 0 {
@@ -106,6 +109,9 @@ type putBody struct {
 	// (1–16; absent or null: 1 at creation, unchanged at an update). It
 	// only grows: fewer than the world has is 409.
 	EventShards *int `json:"eventShards"`
+	// BatchActions queues the world's actions and commits them in batches
+	// (absent: false).
+	BatchActions bool `json:"batchActions"`
 }
 
 // putKey is the BodyKey of PUT /v0/worlds/{world}: the body's publicKey;
@@ -183,6 +189,7 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 		}
 		want := world.Manifest{
 			ID: access.Param(r, "world"), Name: in.Name, Description: in.Description, Category: in.Category, Actions: in.Actions,
+			BatchActions: in.BatchActions,
 		}
 		if in.MaxMembers != nil {
 			if *in.MaxMembers < 1 {

@@ -125,7 +125,7 @@ var ops = map[string]Op{
 		Query: []Param{{Name: "peek", Type: "boolean", Description: "read without consuming"}, {Name: "since", Type: "string", Description: "RFC 3339: only later messages"},
 			{Name: "limit", Type: "integer", Min: 1, Max: 100}}},
 	"POST /v0/worlds/{world}/ping":    {Summary: "Is a member reachable?", Body: pingBody{}, OK: map[int]any{200: pinged{}}},
-	"POST /v0/worlds/{world}/actions": {Summary: "Submit an action named in the manifest", Body: actionBody{}, OK: map[int]any{201: actionAccepted{}}, Example: `{"action":"move","params":{"to":"e4"}}`},
+	"POST /v0/worlds/{world}/actions": {Summary: "Submit an action named in the manifest (201 committed; 202 queued, in a world that batches its actions)", Body: actionBody{}, OK: map[int]any{201: actionAccepted{}, 202: actionQueued{}}, Example: `{"action":"move","params":{"to":"e4"}}`},
 	"GET /v0/worlds/{world}/events": {Summary: "Events visible to the caller after a cursor, oldest first (long poll with wait); visibility=public is the world's public feed, unsigned",
 		OK: map[int]any{200: eventPage{}}, AnonymousToo: true,
 		Query: []Param{{Name: "after", Type: "string", Description: "an eventId (the previous answer's cursor)"}, {Name: "wait", Type: "integer", Min: 0, Max: 20, Description: "seconds to long-poll"},

@@ -122,32 +122,34 @@ type actionSpec struct {
 
 // worldBody mirrors worldhttp's putBody.
 type worldBody struct {
-	PublicKey   *string      `json:"publicKey,omitempty" doc:"the owner's key (standard base64, 32 bytes); required to create, optional to update"`
-	Name        string       `json:"name,omitempty" example:"Lobby"`
-	Description string       `json:"description,omitempty"`
-	Category    string       `json:"category,omitempty" example:"social"`
-	Actions     []actionSpec `json:"actions,omitempty"`
-	MaxMembers  *int64       `json:"maxMembers,omitempty" doc:"the most members (absent or null: no cap)"`
-	EventShards *int         `json:"eventShards,omitempty" doc:"partitions the world's events are written across, 1 to 16 (absent or null: 1 at creation, unchanged at an update); only grows, fewer is 409" example:"1"`
+	PublicKey    *string      `json:"publicKey,omitempty" doc:"the owner's key (standard base64, 32 bytes); required to create, optional to update"`
+	Name         string       `json:"name,omitempty" example:"Lobby"`
+	Description  string       `json:"description,omitempty"`
+	Category     string       `json:"category,omitempty" example:"social"`
+	Actions      []actionSpec `json:"actions,omitempty"`
+	MaxMembers   *int64       `json:"maxMembers,omitempty" doc:"the most members (absent or null: no cap)"`
+	EventShards  *int         `json:"eventShards,omitempty" doc:"partitions the world's events are written across, 1 to 16 (absent or null: 1 at creation, unchanged at an update); only grows, fewer is 409" example:"1"`
+	BatchActions bool         `json:"batchActions,omitempty" doc:"queue the world's actions and commit them many to a transaction: POST …/actions answers 202 and the event follows within about a second (absent: false); for worlds past a few hundred actions a second"`
 }
 
 // manifest mirrors worldhttp's manifestOut.
 type manifest struct {
-	WorldID     string       `json:"worldId" example:"lobby"`
-	Name        string       `json:"name"`
-	Description string       `json:"description"`
-	Category    string       `json:"category"`
-	Actions     []actionSpec `json:"actions"`
-	OwnerKeyID  string       `json:"ownerKeyId"`
-	OwnerAWNID  string       `json:"ownerAwnId"`
-	Status      string       `json:"status" doc:"open or closed"`
-	MaxMembers  *int64       `json:"maxMembers"`
-	EventShards int          `json:"eventShards" doc:"partitions the world's events are written across (1 unless raised)"`
-	Members     int64        `json:"members" doc:"memberCount under its first name"`
-	MemberCount int64        `json:"memberCount"`
-	CreatedAt   string       `json:"createdAt"`
-	UpdatedAt   string       `json:"updatedAt"`
-	CardURL     string       `json:"cardUrl"`
+	WorldID      string       `json:"worldId" example:"lobby"`
+	Name         string       `json:"name"`
+	Description  string       `json:"description"`
+	Category     string       `json:"category"`
+	Actions      []actionSpec `json:"actions"`
+	OwnerKeyID   string       `json:"ownerKeyId"`
+	OwnerAWNID   string       `json:"ownerAwnId"`
+	Status       string       `json:"status" doc:"open or closed"`
+	MaxMembers   *int64       `json:"maxMembers"`
+	EventShards  int          `json:"eventShards" doc:"partitions the world's events are written across (1 unless raised)"`
+	BatchActions bool         `json:"batchActions" doc:"the world's actions are queued and committed in batches"`
+	Members      int64        `json:"members" doc:"memberCount under its first name"`
+	MemberCount  int64        `json:"memberCount"`
+	CreatedAt    string       `json:"createdAt"`
+	UpdatedAt    string       `json:"updatedAt"`
+	CardURL      string       `json:"cardUrl"`
 }
 
 // worldSummary mirrors worldhttp's summaryOut.
@@ -256,6 +258,12 @@ type actionBody struct {
 // actionAccepted is an action's answer.
 type actionAccepted struct {
 	ActionID string `json:"actionId"`
+}
+
+// actionQueued is an action's answer in a world that batches its actions.
+type actionQueued struct {
+	ActionID string `json:"actionId" doc:"the action.submitted event's actionId once committed"`
+	Queued   bool   `json:"queued" doc:"always true: the action waits to be committed with others"`
 }
 
 // event mirrors worldhttp's eventOut.
