@@ -325,6 +325,7 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		}},
 		{"7g", "world ping (a member without a webhook)", "world-ping", 200, fixed(a.key, "POST", "/v0/worlds/lobby/ping", fmt.Sprintf(`{"target":%q}`, b.id))},
 		{"7h", "world action", "world-act", 201, fixed(a.key, "POST", "/v0/worlds/lobby/actions", `{"action":"wave"}`)},
+		{"7h2", "world action, a world that batches its actions (queued: 202)", "world-act", 202, fixed(a.key, "POST", "/v0/worlds/bench-batched/actions", `{"action":"wave"}`)},
 		{"7i", "world update by its owner (no publicKey)", "world-put", 200, fixed(a.key, "PUT", "/v0/worlds/bench-owned", `{"name":"Bench"}`)},
 		{"7j", "world read (public)", "world-get", 200, fixed(nil, "GET", "/v0/worlds/lobby", "")},
 		{"7k", "world agent card (public)", "world-card", 200, fixed(nil, "GET", "/v0/worlds/lobby/.well-known/agent-card.json", "")},
@@ -420,6 +421,14 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 		if err := joinFresh(ctx, w, "bench-sharded"); err != nil {
 			return fail(err)
 		}
+	}
+	// Row 7h2's world: its actions queued (the harness's in-process
+	// queue, whose consumer does not run here: the row is the request).
+	if st, body, err := httpSigned(ctx, srv.URL, a.key, "PUT", "/v0/worlds/bench-batched", fmt.Sprintf(`{"publicKey":%q,"name":"Bench","batchActions":true}`, a.publicKey())); err != nil || (st != 200 && st != 201) {
+		return fail(fmt.Errorf("create bench-batched: %d %s %v", st, body, err))
+	}
+	if err := joinFresh(ctx, a, "bench-batched"); err != nil {
+		return fail(err)
 	}
 	sr.operator = h.NetworkKey()
 	if err := sr.setUp(ctx, rt, joinFresh); err != nil {

@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.proxy, "proxy-latency", 5*time.Millisecond, "latency the latency rows' proxy adds to every DynamoDB call")
 	fs.StringVar(&c.latencyProfile, "latency-cpuprofile", "", "write a CPU profile of the latency rows (the bench's client, the harness and the proxy, not DynamoDB Local) to this file")
 	fs.IntVar(&c.latencyN, "latency-requests", 60, "requests per route in the latency rows")
-	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout,latency,stream); default all")
+	fs.StringVar(&c.only, "only", "", "comma-separated sections to run (harness,go,cold,cost,memory,fanout,latency,batch,stream); default all")
 	fs.BoolVar(&c.external, "external", false, "instead of the table: harness ÷ bare net/http measured from outside with wrk (make bench-external; the -external-* flags tune it)")
 	c.ext.flags(fs)
 	serveBareAddr := fs.String("serve-bare", "", "serve the bare provider on this address (what -external starts as its baseline)")
@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var server *dynamolocal.Server
 	const table = "a2awire-bench"
-	if want("cold") || want("cost") || want("latency") || want("stream") {
+	if want("cold") || want("cost") || want("latency") || want("stream") || want("batch") {
 		progress("starting DynamoDB Local...")
 		s, err := dynamolocal.Start()
 		if err != nil {
@@ -167,6 +167,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		rows = append(rows, latencyRows(ctx, server, table, c.proxy, c.latencyN)...)
 		stop()
+	}
+	if want("batch") {
+		progress("batched actions: %d actions of one world committed one transaction each, then batched, over a %v DynamoDB proxy...", batchActions, c.proxy)
+		rows = append(rows, batchRow(ctx, server, table, c.proxy))
 	}
 	if want("stream") {
 		progress("event stream: %d events while a reader's stream is cut 3 times, on memory then %d times on DynamoDB Local...", streamtest.Events, streamRuns)

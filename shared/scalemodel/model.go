@@ -117,6 +117,30 @@ func ShardedWorldEvents() Workload {
 	return w
 }
 
+// ActionsPerCommit is how many queued actions of distinct members commit
+// in one transaction (shared/world, CommitQueued): DynamoDB's 100 actions,
+// less the head's update, at 3 an action (its event, its marker, its
+// member's check).
+const ActionsPerCommit = (100 - 1) / 3
+
+// BatchedWorldEvents is ShardedWorldEvents in a world that also batches its
+// actions (batchActions): a request settles its guard alone (its nonce and
+// its rate-limit count as lone writes, its checks as reads) and queues the
+// action; the committer commits ActionsPerCommit actions of distinct
+// members to a transaction: one update of the head for them all, and per
+// action its event's Put (in its shard), its marker's Put (a key of its
+// own, ACTIONDONE#<world>#<actionId>) and its member's check (in its own
+// partition). 5,000 members acting once a second each are distinct within
+// a batch; a member acting twice in one is checked once.
+func BatchedWorldEvents() Workload {
+	w := ShardedWorldEvents()
+	w.Name = "world of 16 event shards batching 5,000 actions/s"
+	w.Units["EVENTHEAD#<world>"] = 2.0 / ActionsPerCommit
+	w.Units["ACTIONDONE#<world>#<actionId>"] = 2
+	w.Spread["ACTIONDONE#<world>#<actionId>"] = w.Rate
+	return w
+}
+
 // InboxMessages is one recipient getting 1,000 messages a second from
 // many senders (POST …/messages): each send is one transaction of the
 // request's guard (its nonce, left out here, and its rate-limit count on

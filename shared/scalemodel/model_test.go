@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/a2awire/a2awire/shared/scalemodel"
+	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -22,6 +23,14 @@ func TestEventShardsMatchTheWorld(t *testing.T) {
 	}
 }
 
+// TestActionsPerCommitMatchesTheStore keeps the model's batch the one a
+// transaction holds.
+func TestActionsPerCommitMatchesTheStore(t *testing.T) {
+	if want := (store.MaxActions - 1) / 3; scalemodel.ActionsPerCommit != want {
+		t.Fatalf("model: %d actions a commit; a transaction of %d actions holds %d", scalemodel.ActionsPerCommit, store.MaxActions, want)
+	}
+}
+
 // TestModelLoads pins the hottest key of each workload and its load, the
 // figures docs/scale.md's table states.
 func TestModelLoads(t *testing.T) {
@@ -32,6 +41,7 @@ func TestModelLoads(t *testing.T) {
 	}{
 		{scalemodel.WorldEvents(), "EVENTHEAD#<world>", 10000},
 		{scalemodel.ShardedWorldEvents(), "EVENTHEAD#<world>", 10000},
+		{scalemodel.BatchedWorldEvents(), "EVENTS#<world>#s<n>", 625},
 		{scalemodel.InboxMessages(), "AWN#<to>", 2000},
 		{scalemodel.FanOut(), "WHSTATS#<world>#<awnId>", 0.1},
 		{scalemodel.RegistryJoins(), "gsi1:WORLDS#mem#*#<n>", 500},

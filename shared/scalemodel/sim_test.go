@@ -3,6 +3,7 @@ package scalemodel_test
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -22,6 +23,8 @@ import (
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/egress"
 	"github.com/a2awire/a2awire/shared/logging"
+	"github.com/a2awire/a2awire/shared/queue"
+	"github.com/a2awire/a2awire/shared/routes"
 	"github.com/a2awire/a2awire/shared/scalemodel"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/dynamo"
@@ -105,9 +108,9 @@ func (m *meter) Write(ctx context.Context, actions ...store.Action) ([]store.Ite
 	if len(actions) > 1 {
 		per = 2
 	}
-	r := strings.NewReplacer(m.names...)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	r := strings.NewReplacer(m.names...)
 	for _, a := range actions {
 		m.add(r, a.Key.PK, per)
 	}
@@ -125,6 +128,13 @@ func (m *meter) Write(ctx context.Context, actions ...store.Action) ([]store.Ite
 		}
 	}
 	return res, nil
+}
+
+// name adds a key name (concrete → pattern) while the meter counts.
+func (m *meter) name(concrete, pattern string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.names = append([]string{concrete, pattern}, m.names...)
 }
 
 // take returns the units counted since the last take, per pattern and
@@ -191,6 +201,69 @@ func post(t *testing.T, url string, n int, body string) {
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+}
+
+// postID posts an action as post does and returns its actionId.
+func postID(t *testing.T, url string, n int, body string) string {
+	t.Helper()
+	signer, err := auth.NewSigner(privateKey(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &auth.Transport{Signer: signer}}
+	resp, err := c.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			ActionID string `json:"actionId"`
+		} `json:"data"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &out) != nil || out.Data.ActionID == "" {
+		t.Fatalf("POST %s: %d %s; want 202 and the queued action's id", url, resp.StatusCode, b)
+	}
+	return out.Data.ActionID
+}
+
+// commitQueued receives the want messages waiting on q and hands them to
+// world-commit in one invocation, as Lambda's event source mapping does
+// with a batch it gathered, then deletes them (every one must commit).
+func commitQueued(t *testing.T, h *harness.Harness, q queue.Queue, want int) {
+	t.Helper()
+	ctx := t.Context()
+	var got []queue.Received
+	for len(got) < want {
+		msgs, err := q.Receive(ctx, queue.MaxBatch, time.Second)
+		if err != nil || len(msgs) == 0 {
+			t.Fatalf("received %d of %d queued actions: %v", len(got), want, err)
+		}
+		got = append(got, msgs...)
+	}
+	ev := events.SQSEvent{}
+	for _, r := range got {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: r.ID, ReceiptHandle: r.Receipt, Body: r.Body,
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Entry("world-commit").Invoke(ctx, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal(out, &resp); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("world-commit answered %s (%v): every action should commit", out, err)
+	}
+	for _, r := range got {
+		if err := q.Delete(ctx, r.Receipt); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -286,6 +359,43 @@ func TestSimulationMatchesModel(t *testing.T) {
 			actions(t, url, members, events)
 			return events
 		}, append(shardNames, agents(1, 31, "<awnId>")...), map[string]bool{"EVENTS#<world>#s<n>": true}, map[string]float64{"AWN#<awnId>": 30, "RATE#<world>#<awnId>": 30}},
+		{scalemodel.BatchedWorldEvents(), func(t *testing.T, m *meter) int {
+			// 99 members, 3 rounds of one action each, every round one
+			// batch of the committer (99 distinct members: 3 full
+			// transactions), so 297 events over 16 shards.
+			const members, rounds = 99, 3
+			s := world.New(m, world.WithClock(before))
+			spec := world.Manifest{ID: "sim", Description: "a simulated world", EventShards: scalemodel.EventShards, BatchActions: true,
+				Actions: []world.ActionSpec{{Name: "move", Description: "moves"}}}
+			if _, _, err := s.PutWorld(t.Context(), spec, key(0)); err != nil {
+				t.Fatal(err)
+			}
+			for i := range members {
+				join(t, s, "sim", key(1+i))
+			}
+			queues := harness.NewQueues(nil)
+			h, err := harness.New(harness.Options{Log: logging.Discard(), Store: m, Feed: quiet{}, Queues: queues})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = h.Close() })
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			round := func(i int) {
+				t.Helper()
+				for j := range members {
+					id := postID(t, srv.URL+"/v0/worlds/sim/actions", 1+j, fmt.Sprintf(`{"action":"move","params":{"n":%d}}`, i*members+j))
+					m.name(world.ActionMarkerKey("sim", id).PK, "ACTIONDONE#<world>#<actionId>")
+				}
+				commitQueued(t, h, queues[routes.ActionQueue], members)
+			}
+			round(-1) // each key's first request on the instance
+			m.take()
+			for i := range rounds {
+				round(i)
+			}
+			return members * rounds
+		}, append(shardNames, agents(1, 100, "<awnId>")...), map[string]bool{"EVENTS#<world>#s<n>": true}, map[string]float64{"AWN#<awnId>": 99, "RATE#<world>#<awnId>": 99}},
 		{scalemodel.InboxMessages(), func(t *testing.T, m *meter) int {
 			// Many senders to one recipient (bob, key 2): 25 senders, 2
 			// messages each.
