@@ -576,8 +576,10 @@ func (l *Log) CommitEach(ctx context.Context, evs []Event, with [][]store.Action
 					keep = append(keep, r)
 				}
 			}
-			reqs = append(keep, rest...)
-			continue
+			if len(keep) < len(batch) { // always: the action is one of theirs
+				reqs = append(keep, rest...)
+				continue
+			}
 		}
 		for _, r := range batch {
 			errs[at[r]] = err
