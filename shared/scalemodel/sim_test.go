@@ -184,9 +184,8 @@ func (quiet) Read(ctx context.Context, _ string, _ int) ([]events.DynamoDBEventR
 
 func (quiet) Commit(context.Context, string, string) error { return nil }
 
-// post sends body to url signed by key n, and fails the test unless it
-// answers 2xx.
-func post(t *testing.T, url string, n int, body string) {
+// signedPost sends body to url signed by key n and returns the answer.
+func signedPost(t *testing.T, url string, n int, body string) (int, []byte) {
 	t.Helper()
 	signer, err := auth.NewSigner(privateKey(n))
 	if err != nil {
@@ -198,33 +197,33 @@ func post(t *testing.T, url string, n int, body string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// post sends body to url signed by key n, and fails the test unless it
+// answers 2xx.
+func post(t *testing.T, url string, n int, body string) {
+	t.Helper()
+	if st, b := signedPost(t, url, n, body); st/100 != 2 {
+		t.Fatalf("POST %s: %d %s", url, st, b)
 	}
 }
 
 // postID posts an action as post does and returns its actionId.
 func postID(t *testing.T, url string, n int, body string) string {
 	t.Helper()
-	signer, err := auth.NewSigner(privateKey(n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Transport: &auth.Transport{Signer: signer}}
-	resp, err := c.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	st, b := signedPost(t, url, n, body)
 	var out struct {
 		Data struct {
 			ActionID string `json:"actionId"`
 		} `json:"data"`
 	}
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusAccepted || json.Unmarshal(b, &out) != nil || out.Data.ActionID == "" {
-		t.Fatalf("POST %s: %d %s; want 202 and the queued action's id", url, resp.StatusCode, b)
+	if st != http.StatusAccepted || json.Unmarshal(b, &out) != nil || out.Data.ActionID == "" {
+		t.Fatalf("POST %s: %d %s; want 202 and the queued action's id", url, st, b)
 	}
 	return out.Data.ActionID
 }
