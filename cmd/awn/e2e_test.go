@@ -40,12 +40,9 @@ func network(t *testing.T) string {
 func networkWithTriggers(t *testing.T) string {
 	t.Helper()
 	base, h := networkHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
+	stop := h.Start(context.Background())
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("harness triggers: %v", err)
 		}
 	})

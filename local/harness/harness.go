@@ -384,6 +384,19 @@ func cmpInt(v, def int) int {
 	return v
 }
 
+// Start runs Run in the background until stop, which ends it, waits for
+// it and returns its error: how a test or an embedding program drives the
+// triggers beside its own calls.
+func (h *Harness) Start(ctx context.Context) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
 // Run drives every stream and schedule trigger until ctx ends, then waits
 // for them to stop. It returns early only when a trigger cannot run.
 func (h *Harness) Run(ctx context.Context) error {

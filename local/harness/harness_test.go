@@ -391,11 +391,10 @@ func TestEveryBuilderBuilds(t *testing.T) {
 func run(t *testing.T, h *harness.Harness) (ctx context.Context, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
+	end := h.Start(ctx)
 	return ctx, func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := end(); err != nil {
 			t.Error(err)
 		}
 	}

@@ -20,12 +20,9 @@ import (
 // event is there at once.
 func TestBatchedActionsThroughHarness(t *testing.T) {
 	srv, h, _ := harnessServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
+	stop := h.Start(context.Background())
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("harness triggers: %v", err)
 		}
 	})
