@@ -102,6 +102,39 @@ func TestBatchedActionsEndToEnd(t *testing.T) {
 	}
 }
 
+// TestBatchedMessagesEndToEnd: awn world create --batch-messages makes a
+// world whose direct messages are queued; awn send says so, and the
+// message reaches awn messages once world-commit has run.
+func TestBatchedMessagesEndToEnd(t *testing.T) {
+	t.Parallel()
+	base := networkWithTriggers(t)
+	a, b := newAgentID(t, base), newAgentID(t, base)
+	if r := awn(t, a.env, "world", "create", "chatty", "--batch-messages", "--event-shards", "2"); r.code != 0 || !strings.Contains(r.stdout, "batch_messages:") {
+		t.Fatalf("world create --batch-messages: %v", r)
+	}
+	for _, m := range []agentID{a, b} {
+		if r := awn(t, m.env, "join", "chatty"); r.code != 0 {
+			t.Fatalf("join chatty: %v", r)
+		}
+	}
+	r := awn(t, a.env, "send", "chatty", b.AWNID, "hello")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "queued ") {
+		t.Fatalf("send in a batching world: %v", r)
+	}
+	id := strings.Fields(r.stdout)[1]
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r = awn(t, b.env, "messages", "chatty")
+		if r.code == 0 && strings.Contains(r.stdout, "hello") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued message %s never reached the inbox: %v", id, r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestRegistryEndToEnd is the issue's must-show against the whole local
 // system (the harness `go run ./local` serves, in process): awn init, awn
 // register, awn discover --capability word-count, then awn invoke

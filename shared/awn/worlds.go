@@ -53,26 +53,32 @@ type WorldSpec struct {
 	// transaction (Act answers 202): for a world expecting more than a
 	// few hundred actions a second. Every create or update sets it.
 	BatchActions bool
+	// BatchMessages queues the world's direct messages the same way (Send
+	// answers 202, Message.Queued): for an inbox expecting more than a few
+	// hundred messages a second, with EventShards. Every create or update
+	// sets it.
+	BatchMessages bool
 }
 
 // Manifest is a world's public document; its fields are the server's JSON
 // fields of the same names (docs/worlds.md).
 type Manifest struct {
-	WorldID      string             `json:"worldId"`
-	Name         string             `json:"name"`
-	Description  string             `json:"description"`
-	Category     string             `json:"category"`
-	Actions      []world.ActionSpec `json:"actions"`
-	OwnerKeyID   string             `json:"ownerKeyId"`
-	OwnerAWNID   string             `json:"ownerAwnId"`
-	Status       string             `json:"status"`
-	MaxMembers   *int64             `json:"maxMembers"`
-	EventShards  int                `json:"eventShards"`
-	BatchActions bool               `json:"batchActions"`
-	MemberCount  int64              `json:"memberCount"`
-	CreatedAt    string             `json:"createdAt"`
-	UpdatedAt    string             `json:"updatedAt"`
-	CardURL      string             `json:"cardUrl"`
+	WorldID       string             `json:"worldId"`
+	Name          string             `json:"name"`
+	Description   string             `json:"description"`
+	Category      string             `json:"category"`
+	Actions       []world.ActionSpec `json:"actions"`
+	OwnerKeyID    string             `json:"ownerKeyId"`
+	OwnerAWNID    string             `json:"ownerAwnId"`
+	Status        string             `json:"status"`
+	MaxMembers    *int64             `json:"maxMembers"`
+	EventShards   int                `json:"eventShards"`
+	BatchActions  bool               `json:"batchActions"`
+	BatchMessages bool               `json:"batchMessages"`
+	MemberCount   int64              `json:"memberCount"`
+	CreatedAt     string             `json:"createdAt"`
+	UpdatedAt     string             `json:"updatedAt"`
+	CardURL       string             `json:"cardUrl"`
 	// Reply is the answer: Created on a new world, Raw as sent.
 	Reply Reply `json:"-"` // the answer: its status, and its JSON as sent
 }
@@ -111,6 +117,9 @@ func (c *Client) CreateWorld(ctx context.Context, id string, spec WorldSpec) (Ma
 	}
 	if spec.BatchActions {
 		body["batchActions"] = true
+	}
+	if spec.BatchMessages {
+		body["batchMessages"] = true
 	}
 	for k, v := range map[string]string{"name": spec.Name, "description": spec.Description, "category": spec.Category} {
 		if v != "" {
@@ -276,7 +285,10 @@ type Message struct {
 	Content     json.RawMessage `json:"content"`
 	ContentType string          `json:"contentType"`
 	SentAt      string          `json:"sentAt"`
-	Reply       Reply           `json:"-"` // the answer: its status, and its JSON as sent
+	// Queued: Send's message was queued in a world that batches its
+	// messages (202); it reaches the inbox within about a second.
+	Queued bool  `json:"queued,omitempty"`
+	Reply  Reply `json:"-"` // the answer: its status, and its JSON as sent
 }
 
 // Text is the message's content as text: a JSON string's value, or the

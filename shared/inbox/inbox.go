@@ -7,14 +7,27 @@
 //
 // # Items
 //
-//	item     pk                     sk                 type
-//	message  INBOX#<world>#<awnId>  MSG#<messageId>    message
+//	item       pk                          sk               type
+//	message    INBOX#<world>#<awnId>       MSG#<messageId>  message
+//	 (sharded) INBOX#<world>#<awnId>#s<n>  MSG#<messageId>  message  (n in 1..shards-1)
 //
-// The message id is a ULID, so sort-key order is sending order. A message
-// item holds messageId, world, from, to, content (the JSON text),
-// contentType, sentAt (Unix nanoseconds) and expiresAt (sentAt + 7 days).
-// The partition belongs to this package alone; leaving a world deletes it
-// whole (world.InboxPK).
+// The message id is a ULID, so sort-key order is sending order, in one
+// partition and across them. A message item holds messageId, world, from,
+// to, content (the JSON text), contentType, sentAt (Unix nanoseconds) and
+// expiresAt (sentAt + 7 days). The partitions belong to this package
+// alone; leaving a world deletes them whole (world.InboxPK).
+//
+// A world whose owner set eventShards K spreads each inbox over K
+// partitions as it spreads its events, so that many senders flooding one
+// recipient write K partitions, not one: a message is the attachment of
+// its message.received (world.Attachment), which the world's log puts in
+// the shard of the recipient's inbox that the event's id picks among the
+// count its commit was made under (world.ShardPK; shard 0 is the
+// unsharded partition). The count only grows and the event head names it,
+// so every message is in a shard the head names: a Read learns the count
+// from the head and reads them all. A message is deleted by the key it was
+// read from, never one recomputed from its id, since one written under a
+// smaller count is in another shard than the count now picks.
 //
 // # The 100-message cap
 //
@@ -33,13 +46,17 @@
 //
 // Send is one write request: a TransactWriteItems of ConditionChecks that
 // the recipient and the sender are members, the Put of the message and
-// the Put of its event. Read is one Query (backward, newest first, at most 101 items: the
-// visible 100 and one that shows whether any were dropped; more pages only
-// when those items exceed 1 MB), and a consuming Read adds one write: a
-// DeleteItem for one message, a TransactWriteItems of one conditional
-// Delete per message otherwise. Only when the Query shows dropped messages
-// does a consuming Read spend more: one Query and one Write of up to 100
-// Deletes per 100 dropped messages.
+// the Put of its event. Read is one Query (backward, newest first, at
+// most 101 items: the visible 100 and one that shows whether any were
+// dropped; more pages only when those items exceed 1 MB) beside one
+// GetItem of the world's event head (for its count of shards: one round
+// trip either way); in a world of K event shards, K-1 more such Queries
+// side by side once the head is in (a second round trip), the newest 101
+// of them all kept. A consuming Read adds one write: a DeleteItem for one
+// message, a TransactWriteItems of one conditional Delete per message
+// otherwise. Only when the Queries show dropped messages does a consuming
+// Read spend more: per shard, side by side, one Query and one Write of up
+// to 100 Deletes per 100 dropped messages.
 //
 // # Exactly once
 //
@@ -63,6 +80,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -181,6 +199,12 @@ type Inbox struct {
 	// of a process share its per-world queue and what it learned of the
 	// head's lead over this clock.
 	log *world.Log
+	// queue and worlds: Submit queues the messages of worlds that batch
+	// them (queued.go); nil: it sends every message at once.
+	queue  world.ActionQueue
+	worlds Manifests
+	// plain: the worlds read as not batching, for UnbatchedTTL.
+	plain unbatched
 }
 
 // Option configures an Inbox.
@@ -223,6 +247,13 @@ func MessageKey(w, awnID, id string) store.Key {
 	return store.Key{PK: world.InboxPK(w, awnID), SK: msgPrefix + id}
 }
 
+// attachment is m's item as its message.received carries it: the log
+// puts it in the recipient's inbox, in the shard the event's goes to.
+func attachment(w string, m Message) *world.Attachment {
+	k := MessageKey(w, m.To, m.ID)
+	return &world.Attachment{PK: k.PK, SK: k.SK, Item: encode(w, m)}
+}
+
 // received is the data of a message.received event.
 type received struct {
 	MessageID   string `json:"messageId"`
@@ -256,6 +287,15 @@ func isMediaType(base string) bool {
 // the recipient and of the sender, each in its own agent's partition, the
 // message Put, the event Put and the event head's Update).
 func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (Message, error) {
+	m, err := b.prepare(w, from, to, content, contentType)
+	if err != nil {
+		return Message{}, err
+	}
+	return b.commit(ctx, w, m)
+}
+
+// prepare validates a message as Send does and makes it, sent now.
+func (b *Inbox) prepare(w, from, to string, content json.RawMessage, contentType string) (Message, error) {
 	if !world.ValidID(w) || !world.ValidAWNID(from) {
 		return Message{}, notJoined() // no such id can have joined
 	}
@@ -276,16 +316,28 @@ func (b *Inbox) Send(ctx context.Context, w, from, to string, content json.RawMe
 		return Message{}, err
 	}
 	now := b.now().UTC()
-	m := Message{ID: b.ids.New(now), From: from, To: to, Content: body, ContentType: contentType, SentAt: now}
-	ev, err := b.ids.NewEvent(w, world.MessageReceived, world.Private, to,
-		received{MessageID: m.ID, From: from, ContentType: contentType, Preview: preview(body)}, now)
+	return Message{ID: b.ids.New(now), From: from, To: to, Content: body, ContentType: contentType, SentAt: now}, nil
+}
+
+// event is m's message.received in world w, created at, m attached.
+func (b *Inbox) event(w string, m Message, at time.Time) (world.Event, error) {
+	ev, err := b.ids.NewEvent(w, world.MessageReceived, world.Private, m.To,
+		received{MessageID: m.ID, From: m.From, ContentType: m.ContentType, Preview: preview(m.Content)}, at)
 	if err != nil {
-		return Message{}, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
+		return world.Event{}, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
 	}
-	with := []store.Action{
-		world.MemberCheck(w, to),
-		store.Put(MessageKey(w, to, m.ID), encode(w, m)).When(store.ItemAbsent()),
+	ev.Attach = attachment(w, m)
+	return ev, nil
+}
+
+// commit writes a prepared message: Send's write.
+func (b *Inbox) commit(ctx context.Context, w string, m Message) (Message, error) {
+	from, to := m.From, m.To
+	ev, err := b.event(w, m, m.SentAt)
+	if err != nil {
+		return Message{}, err
 	}
+	with := []store.Action{world.MemberCheck(w, to)}
 	sender := -1
 	if from != to { // one transaction may not name an item twice
 		sender = len(with)
@@ -460,13 +512,15 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 			}
 		}
 		now := b.now()
-		visible, boundary, dropped, err := b.window(ctx, pk, now)
+		visible, boundary, dropped, shards, err := b.window(ctx, w, pk, now)
 		if err != nil {
 			return nil, err
 		}
 		picked := make([]Message, 0, limit)
+		keys := make([]store.Key, 0, limit)
 		used := 0
-		for _, m := range visible {
+		for _, h := range visible {
+			m := h.Message
 			if !o.Since.IsZero() && !m.SentAt.After(o.Since) {
 				continue
 			}
@@ -475,22 +529,25 @@ func (b *Inbox) Read(ctx context.Context, w, awnID string, o ReadOptions) ([]Mes
 				break
 			}
 			picked = append(picked, m)
+			keys = append(keys, h.key)
 			used += n
 		}
 		if o.Peek {
 			return picked, nil
 		}
 		if dropped {
-			if err := b.deleteBelow(ctx, pk, boundary); err != nil {
+			if err := b.deleteBelow(ctx, pk, shards, boundary); err != nil {
 				return nil, err
 			}
 		}
 		if len(picked) == 0 {
 			return picked, nil
 		}
-		acts := make([]store.Action, len(picked))
-		for i, m := range picked {
-			acts[i] = store.Delete(MessageKey(w, awnID, m.ID)).When(store.ItemExists())
+		// Each by the key it was read from: a message written under a
+		// smaller count of shards is not where the count now would put it.
+		acts := make([]store.Action, len(keys))
+		for i, k := range keys {
+			acts[i] = store.Delete(k).When(store.ItemExists())
 		}
 		_, err = b.store.Write(ctx, acts...)
 		switch {
@@ -518,53 +575,114 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// held is a message of the visible inbox and the key of its item.
+type held struct {
+	Message
+	key store.Key
+}
+
 // window returns the visible inbox oldest first, the sort key of its
-// oldest message, and whether any older unexpired message exists (was
-// dropped). It reads the partition backward from the newest message down
-// to the oldest one that can be unexpired, MaxMessages+1 items at most.
-func (b *Inbox) window(ctx context.Context, pk string, now time.Time) ([]Message, string, bool, error) {
-	q := store.Query{
-		PK:       pk,
-		SK:       store.SKBetween(msgPrefix+world.CursorFloor(now.Add(-TTL)), msgEnd),
-		Backward: true,
-		Limit:    MaxMessages + 1,
+// oldest message, whether any older unexpired message exists (was
+// dropped), and the inbox's count of shards, which the world's event head
+// names: it is read beside shard 0, so that an inbox of one shard costs no
+// more round trips, and the shards past 0 are read side by side once it is
+// in. Each shard is read backward from its newest message down to the
+// oldest one that can be unexpired, MaxMessages+1 items at most. Message
+// ids are ULIDs, so the newest MaxMessages+1 of the union, in sort-key
+// order across the shards, are the inbox's newest, and dropped and the
+// boundary mean what they do for one shard.
+func (b *Inbox) window(ctx context.Context, w, pk string, now time.Time) ([]held, string, bool, int, error) {
+	lo := msgPrefix + world.CursorFloor(now.Add(-TTL))
+	var head world.Head
+	var herr error
+	var wg sync.WaitGroup
+	wg.Go(func() { head, herr = b.log.Head(ctx, w) })
+	first, err := b.newest(ctx, pk, lo)
+	wg.Wait()
+	if err != nil {
+		return nil, "", false, 0, err
 	}
+	if herr != nil {
+		return nil, "", false, 0, apierror.FromStore("read inbox", herr)
+	}
+	shards := max(head.Shards, 1)
+	items := make([][]store.Item, shards)
+	errs := make([]error, shards)
+	items[0] = first
+	for n := 1; n < shards; n++ {
+		wg.Go(func() { items[n], errs[n] = b.newest(ctx, world.ShardPK(pk, n), lo) })
+	}
+	wg.Wait()
+	var all []store.Item
+	for n, err := range errs {
+		if err != nil {
+			return nil, "", false, 0, err
+		}
+		all = append(all, items[n]...)
+	}
+	if shards > 1 {
+		slices.SortFunc(all, func(x, y store.Item) int { return strings.Compare(y.Key().SK, x.Key().SK) })
+	}
+	dropped := len(all) > MaxMessages
+	if dropped {
+		all = all[:MaxMessages]
+	}
+	msgs := make([]held, 0, len(all))
+	boundary := ""
+	for _, it := range all {
+		m, err := decode(it)
+		if err != nil {
+			return nil, "", false, 0, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
+		}
+		boundary = it.Key().SK
+		if now.Before(m.SentAt.Add(TTL)) {
+			msgs = append(msgs, held{Message: m, key: it.Key()})
+		}
+	}
+	slices.Reverse(msgs)
+	return msgs, boundary, dropped, shards, nil
+}
+
+// newest reads the partition pk backward from its newest message down to
+// the sort key lo, MaxMessages+1 items at most (more pages only past the
+// 1 MB cut).
+func (b *Inbox) newest(ctx context.Context, pk, lo string) ([]store.Item, error) {
+	q := store.Query{PK: pk, SK: store.SKBetween(lo, msgEnd), Backward: true, Limit: MaxMessages + 1}
 	var items []store.Item
 	for {
 		p, err := b.store.Query(ctx, q)
 		if err != nil {
-			return nil, "", false, apierror.FromStore("read inbox", err)
+			return nil, apierror.FromStore("read inbox", err)
 		}
 		items = append(items, p.Items...)
 		if len(items) > MaxMessages || p.Cursor == "" {
-			break
+			return items, nil
 		}
 		q.Cursor, q.Limit = p.Cursor, MaxMessages+1-len(items)
 	}
-	dropped := len(items) > MaxMessages
-	if dropped {
-		items = items[:MaxMessages]
-	}
-	msgs := make([]Message, 0, len(items))
-	boundary := ""
-	for _, it := range items {
-		m, err := decode(it)
-		if err != nil {
-			return nil, "", false, apierror.Wrap(apierror.Internal, err, "internal error; try again later")
-		}
-		boundary = it.Key().SK
-		if now.Before(m.SentAt.Add(TTL)) {
-			msgs = append(msgs, m)
-		}
-	}
-	slices.Reverse(msgs)
-	return msgs, boundary, dropped, nil
 }
 
-// deleteBelow deletes the partition's messages older than the sort key
-// boundary (the oldest visible message): the dropped ones, and expired
-// ones on the way. One Query and one Write per MaxMessages items.
-func (b *Inbox) deleteBelow(ctx context.Context, pk, boundary string) error {
+// deleteBelow deletes the inbox's messages older than the sort key
+// boundary (the oldest visible message) in each of its shards, side by
+// side: the dropped ones, and expired ones on the way. Per shard one Query,
+// and one Write per MaxMessages items.
+func (b *Inbox) deleteBelow(ctx context.Context, pk string, shards int, boundary string) error {
+	errs := make([]error, shards)
+	var wg sync.WaitGroup
+	for n := range shards {
+		wg.Go(func() { errs[n] = b.deleteShardBelow(ctx, world.ShardPK(pk, n), boundary) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteShardBelow is deleteBelow in the one partition pk.
+func (b *Inbox) deleteShardBelow(ctx context.Context, pk, boundary string) error {
 	for {
 		// Deleted items leave the range, so every round starts again
 		// from its beginning rather than from a cursor.

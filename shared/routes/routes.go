@@ -325,10 +325,12 @@ type Queue struct {
 	DeadLetter string
 }
 
-// Queues of a world's batched actions (world.Manifest.BatchActions).
+// Queues of a world's batched actions and messages
+// (world.Manifest.BatchActions, BatchMessages).
 const (
 	// ActionQueue holds one message per action submitted to a world that
-	// batches its actions (package world's QueuedAction).
+	// batches its actions, and per direct message sent in a world that
+	// batches its messages (package world's QueuedAction).
 	ActionQueue = "world-actions"
 	// ActionDeadLetters holds the queued actions the committer kept
 	// failing on, for SQS's redrive back to ActionQueue.
@@ -479,7 +481,10 @@ var functions = []Function{
 	{Name: "world-join", Builder: "shared/worldhttp.BuildJoin", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_JOIN": ""}},
 	{Name: "world-leave", Builder: "shared/worldhttp.BuildLeave", MemoryMB: 256, TimeoutSeconds: 10},
 	{Name: "world-agents", Builder: "shared/worldhttp.BuildAgents", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_AGENTS": ""}},
-	{Name: "world-send", Builder: "shared/worldhttp.BuildSend", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_SEND": ""}},
+	// world-send stores a message at once, or, in a world that batches
+	// its messages, queues it for world-commit.
+	{Name: "world-send", Builder: "shared/worldhttp.BuildSend", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_SEND": ""},
+		Sends: []string{ActionQueue}},
 	{Name: "world-messages", Builder: "shared/worldhttp.BuildMessages", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_READ": ""}},
 	{Name: "world-ping", Builder: "shared/worldhttp.BuildPing", MemoryMB: 256, TimeoutSeconds: 10, Env: map[string]string{"RATE_LIMIT_PING": "", "NETWORK_SIGNING_KEY": ""}},
 	// world-act commits an action at once, or, in a world that batches its
@@ -591,7 +596,8 @@ var functions = []Function{
 		Sends:    []string{DeliveryQueue},
 		Triggers: []Trigger{{Kind: ScheduleTrigger, Schedule: "rate(1 minute)"}}},
 
-	// world-commit commits the queued actions of worlds that batch them:
+	// world-commit commits the queued actions and messages of worlds that
+	// batch them:
 	// a world's head takes about 500 commits a second, and one at a time
 	// (docs/scale.md), so its actions commit many to a transaction. Batches
 	// of up to 1,000 gathered for 1 s, at most 2 invocations at once (more

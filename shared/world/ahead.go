@@ -111,7 +111,9 @@ func agentWorldsQuery(awnID string, limit int, cursor string) (store.Query, erro
 }
 
 // inboxRead is the Query of the first page of awnID's inbox a removal
-// reads (readForRemoval).
+// reads (readForRemoval): of its shard 0, the whole inbox unless the world
+// has several event shards, whose others the removal clears after its
+// commit (clearOtherShards), having learnt their count from it.
 func inboxRead(world, awnID string) store.Query {
 	return store.Query{PK: InboxPK(world, awnID), Limit: removeInbox}
 }

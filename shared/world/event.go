@@ -49,6 +49,26 @@ type Event struct {
 	// Recipient is the awnId a private event is for; "" otherwise.
 	Recipient string
 	CreatedAt time.Time
+	// Attach is an item the log writes with the event, in the same Write
+	// (a direct message beside its message.received); nil for none.
+	Attach *Attachment `json:"-"`
+}
+
+// Attachment is an item committed beside a private event, in a partition
+// of the event's recipient: PK is its shard 0 (InboxPK), and the log puts
+// the item in the shard (ShardPK) the event's id picks among the count its
+// Write was made under, as it places the event itself, so the item is
+// always in a shard a reader of the world's head queries. Its sort key is
+// the caller's, and new: the Put has no condition.
+type Attachment struct {
+	PK, SK string
+	Item   store.Item
+}
+
+// AttachmentKey is where the log writes e's attachment in a world of
+// shards partitions.
+func AttachmentKey(e Event, shards int) store.Key {
+	return store.Key{PK: ShardPK(e.Attach.PK, eventShard(e.ID, shards)), SK: e.Attach.SK}
 }
 
 // Attributes of event items.
@@ -66,12 +86,15 @@ const (
 // partition (EventKeyIn with 1 shard).
 func EventKey(e Event) store.Key { return EventKeyIn(e, 1) }
 
-// EventKeyIn is where e is stored in a world whose shared events are
-// written across shards partitions: the recipient's private partition for
-// a private event, else the shard its id hashes to (EventShardPK).
+// EventKeyIn is where e is stored in a world whose events are written
+// across shards partitions: the shard its id hashes to, among the shared
+// events' (EventShardPK) or, for a private event, among its recipient's
+// (ShardPK of PrivateEventsPK), so that one recipient's flood of messages
+// spreads as the world's events do. Shard 0 is the unsharded partition in
+// both, so nothing written before a world was sharded moves.
 func EventKeyIn(e Event, shards int) store.Key {
 	if e.Visibility == Private {
-		return store.Key{PK: PrivateEventsPK(e.World, e.Recipient), SK: e.ID}
+		return store.Key{PK: ShardPK(PrivateEventsPK(e.World, e.Recipient), eventShard(e.ID, shards)), SK: e.ID}
 	}
 	return store.Key{PK: EventShardPK(e.World, eventShard(e.ID, shards)), SK: e.ID}
 }

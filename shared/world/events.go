@@ -264,8 +264,8 @@ func futureCursor(after string) error {
 // Cost: 1 GetItem (the head), then, when the head is past the cursor,
 // 2 Queries, one of the world's shared partition and one of the member's
 // private partition, each of at most limit items between the cursor and
-// the head (in a world of several event shards, one Query per shard in
-// place of the shared partition's, side by side).
+// the head (in a world of K event shards, 2K side by side, one per shard
+// of each, each of at most shardPage items).
 func (s *Service) Events(ctx context.Context, world, awnID, after string, limit int) ([]Event, error) {
 	limit, after, err := pollArgs(limit, after, s.now())
 	if err != nil {
@@ -365,29 +365,28 @@ func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limi
 		return none, reader, nil
 	}
 	// Every event with an id up to head has committed (commits are in id
-	// order), so every partition is complete up to it: the shared
-	// events' shards the head names, and the reader's private partition.
+	// order), so every partition is complete up to it: the shards the
+	// head names of the shared events and of the reader's private ones.
 	// A page cut short (limit, or the 1 MB cut) is complete only up to
 	// its last id: the answer stops at the lowest such id, so an event of
 	// another partition past it is read by the next poll, not passed.
 	// The Queries run at once: a poll costs two round trips (the head,
 	// then the pages), not three.
-	pks := make([]string, 0, h.Shards+1)
-	for n := range max(h.Shards, 1) {
+	shards := max(h.Shards, 1)
+	pks := make([]string, 0, 2*shards)
+	for n := range shards {
 		pks = append(pks, EventShardPK(world, n))
-	}
-	if awnID != "" {
-		pks = append(pks, PrivateEventsPK(world, awnID)) // the public feed has none
+		if awnID != "" { // the public feed has no private partition
+			pks = append(pks, ShardPK(PrivateEventsPK(world, awnID), n))
+		}
 	}
 	pages := make([]store.Page, len(pks))
 	errs := make([]error, len(pks))
-	shardLimit := shardPage(limit, h.Shards)
+	// Each shard of either kind holds its share of its kind's events
+	// (ids hash evenly), so each reads a shard's page.
+	n := shardPage(limit, shards)
 	var wg sync.WaitGroup
 	for i, pk := range pks {
-		n := limit
-		if i < h.Shards {
-			n = shardLimit
-		}
 		wg.Go(func() {
 			pages[i], errs[i] = s.store.Query(ctx, store.Query{PK: pk, SK: store.SKBetween(lo, head), Limit: n})
 		})
@@ -427,11 +426,12 @@ func (s *Service) eventsAt(ctx context.Context, world, awnID, after string, limi
 }
 
 // shardPage is how many events a poll of limit reads from each of shards
-// partitions: limit when there is one; else twice an even share, at
-// least 2. A shard's page cut short bounds the answer at its last id like
-// any cut page (so every event is still read once, in order), and a poll
-// of a busy world of 16 shards reads at most 16 × 14 events for 100, not
-// 16 × 100.
+// partitions (of the shared events, and of the reader's private ones):
+// limit when there is one; else twice an even share, at least 2. A
+// shard's page cut short bounds the answer at its last id like any cut
+// page (so every event is still read once, in order), and a poll of a
+// busy world of 16 shards reads at most 16 × 14 events of each kind for
+// 100, not 16 × 100.
 func shardPage(limit, shards int) int {
 	if shards <= 1 {
 		return limit
@@ -441,8 +441,9 @@ func shardPage(limit, shards int) int {
 
 // merge returns the limit smallest events of parts (each sorted by id, no
 // id in two) with ids up to bound. A part is a page of one partition, at
-// most 17 of them (16 shards and a private partition), so each step scans
-// the parts' heads rather than keeping a heap.
+// most 32 of them (16 shards of the shared events and 16 of the reader's
+// private ones), so each step scans the parts' heads rather than keeping
+// a heap.
 func merge(parts [][]Event, bound string, limit int) []Event {
 	total := 0
 	for _, p := range parts {
@@ -518,8 +519,9 @@ type polled struct {
 // Cost: 1 GetItem (the member, beside the first check) and 1 UpdateItem
 // (or the presence.changed transaction when the poll brings the member
 // online), then per check 1 GetItem (the head) and, only when the head has
-// moved past the cursor, 2 Queries (1 more per event shard past the
-// first; at most 1 + wait/PollInterval checks).
+// moved past the cursor, 2 Queries (2 per event shard in a world of
+// several: the shared and the private shards; at most 1 + wait/PollInterval
+// checks).
 func (s *Service) WaitEvents(ctx context.Context, world, awnID, after string, limit int, wait time.Duration) ([]Event, error) {
 	p, err := s.Poll(ctx, world, awnID, after, limit, wait)
 	return p.Events, err

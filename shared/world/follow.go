@@ -29,8 +29,8 @@ type Follower struct {
 // trips in, whether or not it changes presence. Cost: 2 GetItem, then 1
 // UpdateItem, or the presence.changed transaction when it comes online
 // (after a silence not yet announced, with the missed offline in it), and
-// 2 Queries when the head is past the cursor (1 more per event shard past
-// the first).
+// 2 Queries when the head is past the cursor (2 more per event shard past
+// the first: a shared shard and the member's private one).
 func (s *Service) Follow(ctx context.Context, world, awnID, after string) (*Follower, error) {
 	_, after, err := pollArgs(MaxEventLimit, after, s.now())
 	if err != nil {
@@ -56,7 +56,7 @@ func (s *Service) Follow(ctx context.Context, world, awnID, after string) (*Foll
 // exactly once, in id order, as polls passing their cursor do. A full page
 // (MaxEventLimit events) means more may be waiting. The first Read
 // returns the page Follow read, with no call. Cost: 1 GetItem (the head),
-// then, only when the head has moved past the cursor, 2 Queries (1 more
+// then, only when the head has moved past the cursor, 2 Queries (2 more
 // per event shard past the first).
 func (f *Follower) Read(ctx context.Context) ([]Event, error) {
 	if f.unread {

@@ -19,10 +19,12 @@
 //	shared event     EVENTS#<world>         <eventId>          event
 //	  (sharded)      EVENTS#<world>#s<n>    <eventId>          event     (n in 1..shards-1)
 //	private event    EVENTS#<world>#<awnId> <eventId>          event
+//	  (sharded)      EVENTS#<world>#<awnId>#s<n> <eventId>     event     (n in 1..shards-1)
 //	event head       EVENTHEAD#<world>      HEAD               eventhead
 //	deletion marker  WORLDDEL#<world>       MARKER             worlddeletion (lifecycle.go)
 //	action marker    ACTIONDONE#<world>#<actionId> DONE     actionmarker (queued.go)
 //	message          INBOX#<world>#<awnId>  MSG#<messageId>    message   (package inbox)
+//	  (sharded)      INBOX#<world>#<awnId>#s<n> MSG#<messageId> message  (n in 1..shards-1)
 //
 // The manifest holds the owner's key, the slot counter and the member
 // count. A member item holds what the agents list shows (slot, joinedAt,
@@ -40,11 +42,19 @@
 // shards: a world whose owner set eventShards writes its shared events
 // across that many partitions (one partition takes about 500 events a
 // second in transactions), each event in the shard its id hashes to, and
-// a poll Queries every shard the head names beside the private partition.
+// a poll Queries every shard the head names. A recipient's partitions are
+// spread over the same count, so that a flood of messages to one member
+// is no hot partition either: its private events (EventKeyIn) and its
+// inbox (a message is the attachment of its message.received, placed in
+// the shard of the event's id, AttachmentKey), each shard n past 0 its
+// shard-0 partition with "#s<n>" (ShardPK; an awnId starts with
+// "aw:sha256:", so no recipient's partition is another's shard). A poll
+// Queries the shards of both kinds; a reader or remover of an inbox
+// learns the count from the head and takes every shard.
 // The count only grows and shard 0 is the unsharded partition, so every
-// event up to the head is in a shard the head names; a writer that knew
-// another count fails the head's condition (it carries the count) and
-// learns it from the head returned. The world's deletion marks the head
+// event up to the head (and every message) is in a shard the head names;
+// a writer that knew another count fails the head's condition (it carries
+// the count) and learns it from the head returned. The world's deletion marks the head
 // deleted in its transaction, and every commit's update of the head is
 // conditioned on that mark's absence: no event commits to a deleted world,
 // and a commit need not check the manifest besides.
@@ -64,7 +74,7 @@
 // and allocates its ids that far ahead, so it does not lose every round.
 // A reader Gets the head (strongly consistent): every event up to it has
 // committed and no event below it can commit any more. It then Queries
-// the partitions (the shards and its private one) for ids in (after,
+// the partitions (the shards of the shared and of its private ones) for ids in (after,
 // head], and when a page of any was cut (limit, or the 1 MB cut: it
 // carries a cursor) answers only up to the lowest such page's last id. An `after` past the head, or more than MaxClockSkew
 // ahead of the clock, is Invalid: no such cursor was handed out.
@@ -81,8 +91,9 @@
 // so an Append is 4 write units where a lone PutItem was 1. Reads per
 // poll: 1 GetItem of the head (1 read unit) with, on its first check, 1
 // GetItem of the poller's member item beside it (which tells the poll's
-// record whether it changes presence), and the 2 Queries (1 more per event
-// shard past the first) only when the head is past `after`; a waiting long poll's later checks are 1 GetItem
+// record whether it changes presence), and the 2 Queries (2 per event
+// shard in a sharded world: the shared and the private shards) only when
+// the head is past `after`; a waiting long poll's later checks are 1 GetItem
 // each. Ceiling per world: one hot item, on which transactions serialize.
 // DynamoDB allows one partition key about 1,000 write units a second and
 // each commit spends 2 on the head, so at most ~500 commits a second per
@@ -235,18 +246,24 @@ const MaxEventShards = 16
 // SharedEventsPK, so a world that was never sharded, and every event a
 // world committed before it was, is in shard 0. ("#s" cannot begin an
 // awnId, so a shard is never a recipient's private partition.)
-func EventShardPK(world string, n int) string {
+func EventShardPK(world string, n int) string { return ShardPK(SharedEventsPK(world), n) }
+
+// ShardPK is shard n of the partition pk: pk itself for shard 0, so a
+// partition that was never sharded is shard 0 of every count.
+func ShardPK(pk string, n int) string {
 	if n == 0 {
-		return SharedEventsPK(world)
+		return pk
 	}
-	return SharedEventsPK(world) + "#s" + strconv.Itoa(n)
+	return pk + "#s" + strconv.Itoa(n)
 }
 
-// PrivateEventsPK is the partition of the private events of one recipient.
+// PrivateEventsPK is the partition of the private events of one
+// recipient: shard 0 of them, ShardPK naming the others in a sharded world.
 func PrivateEventsPK(world, awnID string) string { return eventsPrefix + world + "#" + awnID }
 
 // InboxPK is the partition of the direct messages waiting for awnID in
-// world (package inbox owns its items; leaving clears it).
+// world (package inbox owns its items; leaving clears it): shard 0 of
+// them, ShardPK naming the others in a sharded world.
 func InboxPK(world, awnID string) string { return "INBOX#" + world + "#" + awnID }
 
 // ValidID reports whether world is a well-formed world id. Domains that key

@@ -365,6 +365,9 @@ func takeBatch(reqs []*request) (batch, rest []*request) {
 			return false
 		}
 		size, n := len(r.ev.Data), 1 // the event's Put
+		if r.ev.Attach != nil {
+			size, n = size+store.ItemSize(r.ev.Attach.Item), n+1
+		}
 		for _, a := range r.with {
 			if keys[a.Key] {
 				if !(shared(a) && checks[a.Key]) {
@@ -442,7 +445,7 @@ func (l *Log) run(batch []*request) {
 }
 
 // write commits batch in one store.Write: the callers' actions, the head's
-// update, the events' Puts. A failed condition of a caller's action is
+// update, the events' Puts and their attachments'. A failed condition of a caller's action is
 // returned with its index in that caller's actions (as Commit promises for
 // a batch of one).
 func (l *Log) write(ctx context.Context, batch []*request) error {
@@ -452,13 +455,24 @@ func (l *Log) write(ctx context.Context, batch []*request) error {
 	}
 	acts := gather(batch)
 	n := len(acts)
-	acts = append(acts, make([]store.Action, 1+len(batch))...)
+	attached := 0
+	for _, r := range batch {
+		if r.ev.Attach != nil {
+			attached++
+		}
+	}
+	acts = append(acts, make([]store.Action, 1+len(batch)+attached)...)
 	for attempt := 1; ; attempt++ {
 		first, last := batch[0].ev, batch[len(batch)-1].ev
 		shards := l.shards.get(first.World)
 		acts[n] = headUpdate(first.World, first.ID, last.ID, shards)
+		k := n + 1 + len(batch) // the attachments follow the events
 		for i, r := range batch {
 			acts[n+1+i] = EventPutIn(r.ev, shards)
+			if r.ev.Attach != nil {
+				acts[k] = store.Put(AttachmentKey(r.ev, shards), r.ev.Attach.Item)
+				k++
+			}
 		}
 		_, err := l.store.Write(ctx, acts...)
 		var cf *store.ConditionFailedError

@@ -160,7 +160,9 @@ type joinedData struct {
 // Cost: 2 round trips one after the other. First, side by side: the
 // member item (GetItem), the registry's key item when Subjects is set
 // (GetItem), the manifest (GetItem) and the key's inbox (Query: messages
-// a racing send left behind a leave). A member already: done (200). Then 1
+// a racing send left behind a leave; in a world of K event shards, K
+// Queries, one per shard of the inbox, once this instance knows K). A
+// member already: done (200). Then 1
 // TransactWriteItems through the log: member, member key, roster, the
 // manifest's slot, member count and listing version set from what was
 // read and conditioned on the manifest being unchanged since (which also
@@ -210,9 +212,11 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	wg.Go(func() { cur, curErr = s.readMember(ctx, world, awnID) })
 	wg.Go(func() { subject, offline, subErr = s.subjectFor(ctx, pub) })
 	wg.Go(func() { man, manErr = s.store.Get(ctx, ManifestKey(world)) })
-	wg.Go(func() {
-		strays, strayErr = s.store.Query(ctx, store.Query{PK: InboxPK(world, awnID), Limit: joinStrays})
-	})
+	// The inbox's shards this instance knows of (the world's head names
+	// them; the commit below learns them if they are more, and afterJoin
+	// then clears the rest): no read of the head before them.
+	strayShards := s.log.shards.get(world)
+	wg.Go(func() { strays, strayErr = s.readStrays(ctx, world, awnID, strayShards) })
 	wg.Wait()
 	switch {
 	case curErr == nil:
@@ -232,7 +236,7 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 	if strayErr != nil {
 		return Member{}, false, apierror.FromStore("read inbox", strayErr)
 	}
-	j := joining{world: world, pub: pub, subject: subject, offline: offline, md: md, strays: strays}
+	j := joining{world: world, pub: pub, subject: subject, offline: offline, md: md, strays: strays, strayShards: strayShards}
 	for range joinOptimisticRounds {
 		seen, err := decodeManifest(man)
 		if err != nil {
@@ -265,9 +269,35 @@ func (s *Service) Join(ctx context.Context, world string, pub ed25519.PublicKey,
 }
 
 // joinStrays bounds the inbox messages a join deletes in its own
-// transaction; more (never seen but after a flood racing a leave) are
-// cleared after its commit.
+// transaction (of each shard it reads); more (never seen but after a
+// flood racing a leave) are cleared after its commit.
 const joinStrays = 25
+
+// readStrays reads the first joinStrays messages of each of the first
+// shards shards of awnID's inbox in world, side by side, as one page: its
+// cursor is set when any shard's page was cut.
+func (s *Service) readStrays(ctx context.Context, world, awnID string, shards int) (store.Page, error) {
+	pages := make([]store.Page, shards)
+	errs := make([]error, shards)
+	var wg sync.WaitGroup
+	for n := range shards {
+		wg.Go(func() {
+			pages[n], errs[n] = s.store.Query(ctx, store.Query{PK: ShardPK(InboxPK(world, awnID), n), Limit: joinStrays})
+		})
+	}
+	wg.Wait()
+	var all store.Page
+	for n, p := range pages {
+		if errs[n] != nil {
+			return store.Page{}, errs[n]
+		}
+		all.Items = append(all.Items, p.Items...)
+		if p.Cursor != "" {
+			all.Cursor = p.Cursor
+		}
+	}
+	return all, nil
+}
 
 // joinOptimisticRounds is how many times a join writes on the manifest it
 // read (or the one its last failed write returned) before it allocates its
@@ -282,6 +312,7 @@ type joining struct {
 	offline         bool
 	md              json.RawMessage
 	strays          store.Page
+	strayShards     int  // the inbox's shards strays was read from
 	needsRefreshing bool // the listing is refreshed after the commit
 }
 
@@ -408,13 +439,19 @@ func (s *Service) joinCommit(ctx context.Context, j joining, slot int64, up stor
 
 // afterJoin finishes a committed join off its transaction: the listing's
 // refresh when the commit did not carry it, and strays the transaction
-// could not take.
+// could not take — too many, or in shards the join did not read (the
+// commit was made under the head's count, which the log now knows, and a
+// stray was written before it).
 func (s *Service) afterJoin(ctx context.Context, j joining, strayDeletes bool) {
 	if j.needsRefreshing {
 		s.refreshListing(ctx, j.world)
 	}
-	if !strayDeletes && len(j.strays.Items) > 0 {
-		_ = s.clearInbox(context.WithoutCancel(ctx), j.world, auth.AWNID(j.pub)) // the TTL sweeper takes what fails
+	ctx, awnID := context.WithoutCancel(ctx), auth.AWNID(j.pub)
+	switch {
+	case !strayDeletes && len(j.strays.Items) > 0:
+		_ = s.clearInbox(ctx, j.world, awnID, 0) // the TTL sweeper takes what fails
+	case s.log.shards.get(j.world) > j.strayShards:
+		_ = s.clearInbox(ctx, j.world, awnID, j.strayShards)
 	}
 }
 
@@ -492,7 +529,11 @@ type leftData struct {
 // (conditioned on it being unchanged since; see removeWith), the listing
 // items' new count, the inbox's messages, the event and the event head.
 // An inbox too large for that transaction is cleared after it, a page of
-// up to 100 messages at a time (1 Query, 1 Write each). Only the leave
+// up to 100 messages at a time (1 Query, 1 Write each). In a world of K
+// event shards the inbox is K partitions (a message is in its event's
+// shard): the transaction takes shard 0's, and the others are cleared
+// after it (1 GetItem of the head, then K-1 Queries side by side, and a
+// Write per shard holding messages). Only the leave
 // that wins the conditional delete of the member item clears the inbox; a
 // write whose outcome was unknown counts as won once the log has settled
 // it as committed, and touches nothing while it stays unknown.
@@ -510,7 +551,8 @@ func (s *Service) Leave(ctx context.Context, world, awnID string) error {
 // Query, under no guard: only what a won leave found is deleted) and its
 // messages are deleted after it (1 Write), only when there are any. So a
 // leave on such an instance is 2 round trips (the key with the manifest,
-// then the transaction), 3 when its inbox holds messages. A member key
+// then the transaction), 3 when its inbox holds messages (in a world of
+// several event shards, the other shards are cleared as Leave's). A member key
 // item from before joinedAt was written on it takes Leave's path.
 func (s *Service) LeaveAs(ctx context.Context, world, awnID, keyID string) error {
 	if cur, ok := s.keptMember(ctx, world, awnID, keyID); ok {
@@ -622,19 +664,18 @@ func (s *Service) leaveKept(ctx context.Context, cur Member) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if inboxErr != nil || inbox.Cursor != "" {
-		return s.clearInbox(ctx, world, awnID)
+		return s.clearInbox(ctx, world, awnID, 0)
 	}
-	if len(inbox.Items) == 0 {
-		return nil
+	if len(inbox.Items) > 0 {
+		dels := make([]store.Action, len(inbox.Items))
+		for i, it := range inbox.Items {
+			dels[i] = store.Delete(it.Key())
+		}
+		if _, err := s.store.Write(ctx, dels...); err != nil {
+			return apierror.FromStore("clear inbox", err)
+		}
 	}
-	dels := make([]store.Action, len(inbox.Items))
-	for i, it := range inbox.Items {
-		dels[i] = store.Delete(it.Key())
-	}
-	if _, err := s.store.Write(ctx, dels...); err != nil {
-		return apierror.FromStore("clear inbox", err)
-	}
-	return nil
+	return s.clearOtherShards(ctx, world, awnID)
 }
 
 // removeActions is how many actions of its own remove commits before the
@@ -646,7 +687,8 @@ const (
 )
 
 // removal is what the end of a membership reads before its commit: the
-// manifest (for its count and listing) and the first page of the inbox.
+// manifest (for its count and listing) and the first page of the inbox
+// (of its shard 0: inboxRead).
 type removal struct {
 	manifest store.Item // nil when it could not be read: the count is added to
 	inbox    store.Page
@@ -765,17 +807,59 @@ func (s *Service) removeWith(ctx context.Context, cur Member, snap removal, ev E
 		if !optimistic {
 			s.refreshListing(ctx, world)
 		}
-		if inboxDone {
-			return nil
+		switch {
+		case snap.inboxAfter:
+			return nil // the caller clears the inbox
+		case inboxDone:
+			return s.clearOtherShards(ctx, world, awnID)
 		}
-		return s.clearInbox(ctx, world, awnID)
+		return s.clearInbox(ctx, world, awnID, 0)
 	}
 }
 
-// clearInbox deletes every message of awnID's inbox in world, a page of
-// at most store.MaxActions at a time.
-func (s *Service) clearInbox(ctx context.Context, world, awnID string) error {
-	q := store.Query{PK: InboxPK(world, awnID), Limit: store.MaxActions}
+// clearOtherShards clears the inbox's shards past 0 after a removal that
+// deleted what shard 0 held. The removal committed through the log under
+// the head's count, which the log keeps (its commit was conditioned on
+// it), and every message was written before it (a send is conditioned on
+// the membership): with one shard nothing is read.
+func (s *Service) clearOtherShards(ctx context.Context, world, awnID string) error {
+	if s.log.shards.get(world) <= 1 {
+		return nil
+	}
+	return s.clearInbox(ctx, world, awnID, 1)
+}
+
+// clearInbox deletes every message of awnID's inbox in world from shard
+// from on, of as many as the event head names (a message is in the shard
+// its event's id picks among them): 1 GetItem of the head, then per shard,
+// side by side, a page of at most store.MaxActions at a time (1 Query, and
+// 1 Write when it holds messages).
+func (s *Service) clearInbox(ctx context.Context, world, awnID string, from int) error {
+	h, err := s.log.Head(ctx, world)
+	if err != nil {
+		return apierror.FromStore("read inbox", err)
+	}
+	shards := max(h.Shards, 1)
+	if from >= shards {
+		return nil
+	}
+	errs := make([]error, shards)
+	var wg sync.WaitGroup
+	for n := from; n < shards; n++ {
+		wg.Go(func() { errs[n] = s.clearShard(ctx, ShardPK(InboxPK(world, awnID), n)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clearShard deletes every item of the inbox shard pk, a page at a time.
+func (s *Service) clearShard(ctx context.Context, pk string) error {
+	q := store.Query{PK: pk, Limit: store.MaxActions}
 	for {
 		page, err := s.store.Query(ctx, q)
 		if err != nil {

@@ -21,7 +21,8 @@ import (
 //   - per agent that ever joined (a member item, or a roster item: a join
 //     writes ROSTER#<awnId> in its transaction and a leave keeps it), the
 //     partitions PartitionsOf names: its inbox and private events (this
-//     package), its pending webhook retries and dead letters and its rate
+//     package; as many shards of each as the event head names), its
+//     pending webhook retries and dead letters and its rate
 //     windows (named by the builder, WithAgentPartitions);
 //   - the shared events' partitions (as many shards as the event head
 //     names) and the event head.
@@ -36,14 +37,17 @@ import (
 //     from then on;
 //  2. a page of roster items (up to 100): each agent's partitions are
 //     emptied page by page, then the roster items deleted;
-//  3. the rest of the world partition, the shared events (the head read
-//     first for their shards, 1 GetItem), the event head,
+//  3. the rest of the world partition, the shared events, the event head,
 //     a page of up to 100 items at a time (1 Query and 1 Write each);
 //  4. the marker: the name is free.
 //
-// Cost: 1 GetItem of the marker, then per page 1 Query and 1 Write of its
-// deletes (TransactWriteItems: 2 write units per item in AWS), plus 1
-// Query per empty agent partition. The deleter's stream trigger calls
+// The head, which names the shards, is read before step 2 (1 GetItem) and
+// deleted last, so a resumed purge reads it again.
+//
+// Cost: 1 GetItem of the marker and 1 of the head, then per page 1 Query
+// and 1 Write of its deletes (TransactWriteItems: 2 write units per item
+// in AWS), plus 1 Query per empty agent partition (an agent's inbox and
+// private events are K each in a world of K event shards). The deleter's stream trigger calls
 // Purge for the marker's record; a round that runs out of time bumps the
 // marker's step, and that change is the record of the next round.
 
@@ -134,6 +138,8 @@ type purge struct {
 	world  string
 	o      PurgeOptions
 	writes int
+	// shards is how many shards the event head names.
+	shards int
 	// queued are deletes waiting to share a Write.
 	queued []store.Action
 }
@@ -142,17 +148,20 @@ func (p *purge) run() error {
 	if err := p.members(); err != nil {
 		return err
 	}
-	if err := p.roster(); err != nil {
-		return err
-	}
-	// The head names the shards of the shared events; it goes last, so a
-	// purge resumed after a failure reads it again.
+	// The head names the shards of the shared events and of every
+	// agent's inbox and private events; it goes last, so a purge resumed
+	// after a failure reads it again. It names every shard written: the
+	// count only grows, and the deletion's mark on it stops every commit.
 	h, err := p.s.log.Head(p.ctx, p.world)
 	if err != nil {
 		return err
 	}
+	p.shards = max(h.Shards, 1)
+	if err := p.roster(); err != nil {
+		return err
+	}
 	pks := []string{WorldPK(p.world)}
-	for n := range h.Shards {
+	for n := range p.shards {
 		pks = append(pks, EventShardPK(p.world, n))
 	}
 	for _, pk := range pks {
@@ -250,7 +259,10 @@ func (p *purge) roster() error {
 		}
 		for _, it := range page.Items {
 			awnID := it.Str(attrAWNID)
-			parts := []string{InboxPK(p.world, awnID), PrivateEventsPK(p.world, awnID)}
+			var parts []string
+			for n := range p.shards {
+				parts = append(parts, ShardPK(InboxPK(p.world, awnID), n), ShardPK(PrivateEventsPK(p.world, awnID), n))
+			}
 			if p.s.agentParts != nil {
 				parts = append(parts, p.s.agentParts(p.world, awnID)...)
 			}

@@ -41,6 +41,17 @@ import (
 // world deleted meanwhile drops its actions (its head refuses every
 // commit). Other failures leave the message on the queue for another
 // try, and after 5 receives on its dead-letter queue.
+//
+// A world whose owner sets BatchMessages has its direct messages queued
+// the same way (package inbox's Inbox.Submit) and committed by the same
+// committer beside its actions: per message, the Put of its
+// message.received with the message attached (the log places it in the
+// recipient's inbox shard), the marker, and the checks of the sender and
+// of the recipient, each once per transaction. So the messages of many
+// senders to one recipient commit 24 to a transaction (2 + 4 × 24 = 98),
+// and the head and the recipient's check take 2 units per 24 messages.
+// A recipient who left before the commit drops the message (NotFound),
+// as a sender who left does (NotJoined).
 
 // QueuedMarkerTTL is how long the marker of a committed queued action is
 // kept: longer than any message lives (4 days on the action queue and on
@@ -63,15 +74,29 @@ func ActionMarkerKey(world, actionID string) store.Key {
 	return store.Key{PK: markerPrefix + world + "#" + actionID, SK: markerSK}
 }
 
-// QueuedAction is an action waiting on the action queue: the message's
-// body is its JSON.
+// KindMessage is the Kind of a queued direct message.
+const KindMessage = "message"
+
+// QueuedAction is an action, or a direct message, waiting on the action
+// queue: the queue message's body is its JSON.
 type QueuedAction struct {
-	World    string          `json:"world"`
-	ActionID string          `json:"actionId"`
-	AWNID    string          `json:"awnId"`
-	Action   string          `json:"action"`
-	Params   json.RawMessage `json:"params"`
-	Via      string          `json:"via,omitempty"`
+	// Kind is "" for an action, KindMessage for a direct message.
+	Kind  string `json:"kind,omitempty"`
+	World string `json:"world"`
+	// ActionID is the id of the queued write: the action's, or the
+	// message's.
+	ActionID string `json:"actionId"`
+	// AWNID is the member acting, or the message's sender.
+	AWNID  string          `json:"awnId"`
+	Action string          `json:"action,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Via    string          `json:"via,omitempty"`
+	// A message's recipient, content (JSON, as package inbox validated
+	// it), contentType and sentAt (Unix nanoseconds: the request's).
+	To          string          `json:"to,omitempty"`
+	Content     json.RawMessage `json:"content,omitempty"`
+	ContentType string          `json:"contentType,omitempty"`
+	SentAt      int64           `json:"sentAt,omitempty"`
 	// Redelivered: the queue has handed this message out before (its
 	// receive count), so it may have committed already. Not part of the
 	// body.
@@ -87,6 +112,14 @@ type ActionQueue interface {
 // WithActionQueue sets the queue of batched actions. Without one, Act
 // commits every action at once, whatever the world asks.
 func WithActionQueue(q ActionQueue) Option { return func(s *Service) { s.actionQueue = q } }
+
+// WithQueuedMessages sets how CommitQueued makes the event of a queued
+// direct message (package inbox's Inbox.QueuedEvent: its message.received
+// with the message attached). Without it, a queued message fails as the
+// store being unavailable would, and stays on the queue.
+func WithQueuedMessages(event func(q QueuedAction, now time.Time) (Event, error)) Option {
+	return func(s *Service) { s.queuedMessage = event }
+}
 
 // Submitted is Act's answer: the action's id, and whether it was queued
 // (its event commits later) rather than committed.
@@ -131,11 +164,25 @@ func ParseQueuedAction(body string) (QueuedAction, error) {
 	if err := json.Unmarshal([]byte(body), &q); err != nil {
 		return QueuedAction{}, invalid("queued action: %v", err)
 	}
-	if _, err := ulid.ParseStrict(q.ActionID); err != nil || !validMember(q.World, q.AWNID) || !actionNameShape.Match(q.Action) {
+	if _, err := ulid.ParseStrict(q.ActionID); err != nil || !validMember(q.World, q.AWNID) {
 		return QueuedAction{}, invalid("queued action: not one Act wrote")
 	}
-	if _, err := jsonObject("params", q.Params, MaxParamsBytes); err != nil {
-		return QueuedAction{}, err
+	switch q.Kind {
+	case "":
+		if !actionNameShape.Match(q.Action) {
+			return QueuedAction{}, invalid("queued action: not one Act wrote")
+		}
+		if _, err := jsonObject("params", q.Params, MaxParamsBytes); err != nil {
+			return QueuedAction{}, err
+		}
+	case KindMessage:
+		// The content is package inbox's to check (QueuedEvent), as it
+		// was at the request.
+		if !ValidAWNID(q.To) || q.Action != "" || q.Params != nil || !json.Valid(q.Content) {
+			return QueuedAction{}, invalid("queued message: not one Submit wrote")
+		}
+	default:
+		return QueuedAction{}, invalid("queued write: unknown kind %s", apierror.Quote(q.Kind))
 	}
 	return q, nil
 }
@@ -144,17 +191,20 @@ func ParseQueuedAction(body string) (QueuedAction, error) {
 // world's commits go one after another (its head), worlds need not.
 const committerWorlds = 8
 
-// CommitQueued commits queued actions, each world's in as few
-// transactions as fit (Log.CommitEach), and answers each action: nil when
-// it committed now or before (its marker was there: a redelivery);
-// NotJoined when its member left before the commit, NotFound when its
-// world was deleted (both final: the action is dropped); any other error
-// (the store busy, an outcome unknown) is worth another try. Its event is
-// an agents-visible action.submitted as SubmitAction's, created now.
+// CommitQueued commits queued actions and messages, each world's in as
+// few transactions as fit (Log.CommitEach), and answers each: nil when it
+// committed now or before (its marker was there: a redelivery); NotJoined
+// when its member (a message's sender) left before the commit, NotFound
+// when its world was deleted or a message's recipient left, Invalid when
+// a message's content is not what Submit accepts (all final: the write is
+// dropped); any other error (the store busy, an outcome unknown) is worth
+// another try. An action's event is an agents-visible action.submitted as
+// SubmitAction's, created now; a message's is WithQueuedMessages'.
 //
 // Cost per transaction: 1 TransactWriteItems of the head's update and, per
-// action, its event's Put and its marker's Put, and one MemberCheck per
-// distinct member (2 write units each action in AWS).
+// action, its event's Put and its marker's Put (a message's item besides),
+// and one MemberCheck per distinct member (2 write units each action in
+// AWS).
 func (s *Service) CommitQueued(ctx context.Context, qs []QueuedAction) []error {
 	errs := make([]error, len(qs))
 	var worlds []string
@@ -189,16 +239,20 @@ func (s *Service) commitWorld(ctx context.Context, w string, qs []QueuedAction, 
 		var ok []int
 		for _, i := range idx {
 			q := qs[i]
-			ev, err := s.ids.NewEvent(w, ActionSubmitted, Agents, "", submittedData{ActionID: q.ActionID, AWNID: q.AWNID, Action: q.Action, Params: q.Params, Via: q.Via}, now)
+			ev, err := s.queuedEvent(q, now)
 			if err != nil {
-				errs[i] = internal(err)
+				errs[i] = err
 				continue
 			}
 			marker := store.Put(ActionMarkerKey(w, q.ActionID), store.Item{
 				AttrType:            store.S(TypeActionMarker),
 				store.AttrExpiresAt: store.ExpiresAt(now.Add(QueuedMarkerTTL)),
 			}).When(store.ItemAbsent())
-			evs, with, ok = append(evs, ev), append(with, []store.Action{MemberCheck(w, q.AWNID), marker}), append(ok, i)
+			acts := []store.Action{MemberCheck(w, q.AWNID), marker}
+			if q.Kind == KindMessage && q.To != q.AWNID { // a Write names an item once
+				acts = append(acts, MemberCheck(w, q.To))
+			}
+			evs, with, ok = append(evs, ev), append(with, acts), append(ok, i)
 		}
 		var again []int
 		restored := map[string]bool{}
@@ -210,14 +264,21 @@ func (s *Service) commitWorld(ctx context.Context, w string, qs []QueuedAction, 
 				errs[i] = nil
 			case errors.As(err, &cf) && cf.Action == 1:
 				errs[i] = nil // committed before: a redelivery
-			case errors.As(err, &cf) && cf.Action == 0:
+			case errors.As(err, &cf) && (cf.Action == 0 || cf.Action == 2):
 				// A membership older than the agent's index of worlds
 				// has no entry to check: written from the member
-				// item, the action goes again (once).
+				// item, the write goes again (once).
 				a := qs[i].AWNID
+				if cf.Action == 2 {
+					a = qs[i].To
+				}
 				if round == 0 && (restored[a] || RestoreIndexEntry(ctx, s.store, w, a)) {
 					restored[a] = true
 					again = append(again, i)
+					continue
+				}
+				if cf.Action == 2 {
+					errs[i] = apierror.New(apierror.NotFound, "agent %s is not a member of this world", apierror.Quote(a))
 					continue
 				}
 				errs[i] = notJoined(w)
@@ -229,6 +290,22 @@ func (s *Service) commitWorld(ctx context.Context, w string, qs []QueuedAction, 
 		}
 		idx = again
 	}
+}
+
+// queuedEvent is the event q commits as: its action.submitted, created
+// now, or its message's message.received.
+func (s *Service) queuedEvent(q QueuedAction, now time.Time) (Event, error) {
+	if q.Kind != KindMessage {
+		ev, err := s.ids.NewEvent(q.World, ActionSubmitted, Agents, "", submittedData{ActionID: q.ActionID, AWNID: q.AWNID, Action: q.Action, Params: q.Params, Via: q.Via}, now)
+		if err != nil {
+			return Event{}, internal(err)
+		}
+		return ev, nil
+	}
+	if s.queuedMessage == nil {
+		return Event{}, fmt.Errorf("world %s: queued message %s: no message committer: %w", q.World, q.ActionID, store.ErrUnavailable)
+	}
+	return s.queuedMessage(q, now)
 }
 
 // markerReads is how many markers skipCommitted reads at once.

@@ -75,6 +75,8 @@ const (
 	attrEventShards = "eventShards"
 	// attrBatchActions is Manifest.BatchActions (absent: false).
 	attrBatchActions = "batchActions"
+	// attrBatchMessages is Manifest.BatchMessages (absent: false).
+	attrBatchMessages = "batchMessages"
 
 	attrAWNID      = "awnId"
 	attrKeyID      = "keyId"
@@ -105,8 +107,11 @@ type Service struct {
 	// actionQueue takes the actions of worlds that batch them (queued.go);
 	// nil: every action commits at once.
 	actionQueue ActionQueue
-	log         *Log
-	wait        WaitClock
+	// queuedMessage makes a queued direct message's event (package inbox's
+	// Inbox.QueuedEvent); nil: queued messages cannot commit here.
+	queuedMessage func(QueuedAction, time.Time) (Event, error)
+	log           *Log
+	wait          WaitClock
 	// agentParts names other packages' per-agent partitions the deleter
 	// empties (WithAgentPartitions).
 	agentParts PartitionsOf
@@ -289,6 +294,7 @@ func decodeManifest(it store.Item) (Manifest, error) {
 		}
 	}
 	m.BatchActions = it.BoolAttr(attrBatchActions)
+	m.BatchMessages = it.BoolAttr(attrBatchMessages)
 	m.EventShards = 1
 	if _, ok := it[attrEventShards]; ok {
 		n, err := it.Int(attrEventShards)
@@ -380,6 +386,9 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 			if m.BatchActions {
 				it[attrBatchActions] = store.Bool(true)
 			}
+			if m.BatchMessages {
+				it[attrBatchMessages] = store.Bool(true)
+			}
 			m.OwnerKey, m.OwnerKeyID = append(ed25519.PublicKey(nil), signer...), keyID
 			m.OwnerAWNID, m.Status = auth.AWNID(signer), StatusOpen
 			m.Members, m.CreatedAt, m.UpdatedAt = 0, now, now
@@ -451,6 +460,11 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 		} else {
 			drop = append(drop, attrBatchActions)
 		}
+		if m.BatchMessages {
+			up = up.SetAttr(attrBatchMessages, store.Bool(true))
+		} else {
+			drop = append(drop, attrBatchMessages)
+		}
 		if len(drop) > 0 {
 			up = up.Del(drop...)
 		}
@@ -463,7 +477,7 @@ func (s *Service) putWorld(ctx context.Context, m Manifest, signer ed25519.Publi
 		}
 		out := old
 		out.Name, out.Description, out.Category, out.Actions, out.MaxMembers, out.UpdatedAt = m.Name, m.Description, m.Category, m.Actions, m.MaxMembers, now
-		out.EventShards, out.BatchActions = shards, m.BatchActions
+		out.EventShards, out.BatchActions, out.BatchMessages = shards, m.BatchActions, m.BatchMessages
 		acts := append([]store.Action{up.When(store.And(store.Eq(attrOwnerKeyID, store.S(keyID)), listed))}, listingPuts(out, ver)...)
 		if shards > old.EventShards {
 			// The head, with the manifest: the next commit of the world

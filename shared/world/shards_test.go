@@ -153,8 +153,9 @@ func TestEventShardsOnlyGrow(t *testing.T) {
 }
 
 // TestShardedPollQueries: a poll of a world of 4 shards Queries its 4
-// shards and the private partition (5 Queries, side by side, as the 2 of a
-// world of 1 shard are).
+// shards and the 4 of the member's private partition (8 Queries, side by
+// side, as the 2 of a world of 1 shard are); the public feed, which has
+// no private partition, the 4 shards.
 func TestShardedPollQueries(t *testing.T) {
 	ctx := context.Background()
 	for _, shards := range []int{1, 4} {
@@ -171,17 +172,24 @@ func TestShardedPollQueries(t *testing.T) {
 			if _, err := s.Events(ctx, "cost", a.AWNID, "", 0); err != nil {
 				t.Fatal(err)
 			}
-			if calls := counted.Take(); calls[1] != int64(shards+1) {
-				t.Fatalf("a poll made %d Queries, want %d (the shards and the private partition)", calls[1], shards+1)
+			if calls := counted.Take(); calls[1] != int64(2*shards) {
+				t.Fatalf("a poll made %d Queries, want %d (the shards of the shared and of the private partition)", calls[1], 2*shards)
+			}
+			if _, err := s.PublicEvents(ctx, "cost", "", 0); err != nil {
+				t.Fatal(err)
+			}
+			if calls := counted.Take(); calls[1] != int64(shards) {
+				t.Fatalf("a poll of the public feed made %d Queries, want %d (the shards)", calls[1], shards)
 			}
 		})
 	}
 }
 
 // TestShardedPollReadsItsShare: in a world of 16 event shards holding 400
-// events, polls of 100 read about their share of each shard (at most 14
-// events of each, 224 in all, not 16 pages of 100), and following them
-// still gives every event once, in order.
+// shared events and 400 private ones of the poller, polls of 100 read
+// about their share of each shard of either kind (at most 14 events of
+// each, 448 in all, not 32 pages of 100), and following them still gives
+// every event once, in order — with pages of 100 and of 1.
 func TestShardedPollReadsItsShare(t *testing.T) {
 	ctx := context.Background()
 	st := &storetest.Counting{Store: memory.New()}
@@ -197,18 +205,27 @@ func TestShardedPollReadsItsShare(t *testing.T) {
 		if err := s.Append(ctx, e); err != nil {
 			t.Fatal(err)
 		}
+		e.Visibility, e.Recipient = world.Private, a.AWNID
+		if err := s.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
 	}
 	st.TakeItems()
 	page, err := s.Events(ctx, "busy16", a.AWNID, "", world.MaxEventLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if read := st.Items(); read > 16*14 || len(page) == 0 {
-		t.Fatalf("a poll of %d read %d items and answered %d, want at most %d read", world.MaxEventLimit, read, len(page), 16*14)
+	if read := st.Items(); read > 2*16*14 || len(page) == 0 {
+		t.Fatalf("a poll of %d read %d items and answered %d, want at most %d read", world.MaxEventLimit, read, len(page), 2*16*14)
 	}
 	t.Logf("a poll of %d read %d items and answered %d events", world.MaxEventLimit, st.Items(), len(page))
-	got := follow(t, s, "busy16", a.AWNID, "", world.MaxEventLimit)
-	if want := worldtest.VisibleIDs(t, st, "busy16", a.AWNID); !slices.Equal(ids(got), want) {
-		t.Fatalf("following saw %d events, want the %d there, once each, in order", len(got), len(want))
+	want := worldtest.VisibleIDs(t, st, "busy16", a.AWNID)
+	if len(want) < 800 {
+		t.Fatalf("%d events visible to the poller, want the 800 appended and more", len(want))
+	}
+	for _, limit := range []int{world.MaxEventLimit, 1} {
+		if got := follow(t, s, "busy16", a.AWNID, "", limit); !slices.Equal(ids(got), want) {
+			t.Fatalf("following with limit %d saw %d events, want the %d there, once each, in order", limit, len(got), len(want))
+		}
 	}
 }

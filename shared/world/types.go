@@ -36,6 +36,12 @@ type Manifest struct {
 	// hundred a second one event head takes (docs/scale.md). Every PUT
 	// sets it; absent is false.
 	BatchActions bool
+	// BatchMessages queues the world's direct messages the same way
+	// (POST …/messages answers 202): for an inbox receiving more than a
+	// few hundred messages a second, with EventShards spreading the
+	// recipient's partitions (docs/scale.md). Every PUT sets it; absent is
+	// false.
+	BatchMessages bool
 	// Members is how many agents are joined now.
 	Members   int64
 	CreatedAt time.Time

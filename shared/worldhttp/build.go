@@ -47,9 +47,16 @@ func BuildAgents(env function.Env) (any, error) {
 	return build(env, func(d Deps) (http.Handler, error) { return NewAgents(d.Options, d.World) })
 }
 
-// BuildSend builds world-send.
+// BuildSend builds world-send, over the action queue, which also takes
+// the messages of the worlds that batch them.
 func BuildSend(env function.Env) (any, error) {
-	return build(env, func(d Deps) (http.Handler, error) { return NewSend(d.Options, inbox.New(d.Store)) })
+	q, err := actionQueue(env)
+	if err != nil {
+		return nil, err
+	}
+	return build(env, func(d Deps) (http.Handler, error) {
+		return NewSend(d.Options, inbox.New(d.Store, inbox.WithQueue(q, d.World)))
+	})
 }
 
 // BuildMessages builds world-messages.
@@ -80,19 +87,20 @@ func BuildPing(env function.Env) (any, error) {
 // BuildAct builds world-act, over the action queue of the worlds that
 // batch their actions.
 func BuildAct(env function.Env) (any, error) {
-	var (
-		q   queue.Queue
-		err error
-	)
-	if env.Queues != nil {
-		q, err = env.Queues(routes.ActionQueue)
-	} else {
-		q, err = sqsqueue.FromEnv(env.Env, routes.ActionQueue)
-	}
+	q, err := actionQueue(env)
 	if err != nil {
 		return nil, err
 	}
 	return buildWith(env, []world.Option{world.WithActionQueue(q)}, func(d Deps) (http.Handler, error) { return NewAct(d.Options, d.World) })
+}
+
+// actionQueue is the queue of batched actions and messages: env's own
+// (the harness's) or Amazon SQS's.
+func actionQueue(env function.Env) (queue.Queue, error) {
+	if env.Queues != nil {
+		return env.Queues(routes.ActionQueue)
+	}
+	return sqsqueue.FromEnv(env.Env, routes.ActionQueue)
 }
 
 // BuildEvents builds world-events.

@@ -159,8 +159,10 @@ func TestRequestCost(t *testing.T) {
 		{"agents (2 members)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "UpdateItem": 1}, 1, "", false},
 		{"agents (not joined)", "agents", []byte{23}, "GET", "/v0/worlds/cost/agents", "", 401, map[string]int{"GetItem": 1}, 1, "", false},
 		{"send", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, bID), 201, map[string]int{"TransactWriteItems": 1}, 1, "", false},
-		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}, 2, "", false},
-		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}, 2, "", false},
+		// a read of messages: the inbox's event head (its shard count)
+		// beside shard 0's Query.
+		{"messages (peek)", "messages", b, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1, "UpdateItem": 1}, 2, "", false},
+		{"messages (consume 1)", "messages", b, "GET", "/v0/worlds/cost/messages", "", 200, map[string]int{"DeleteItem": 1, "GetItem": 3, "PutItem": 1, "Query": 1, "UpdateItem": 1}, 2, "", false},
 		// ping: beside the guard (the member key's and the manifest's
 		// checks, the nonce, the count), the target, its webhook and the
 		// probe's own read of it; then the probe recorded (UpdateItem).
@@ -181,7 +183,7 @@ func TestRequestCost(t *testing.T) {
 		// ahead); then the handler's one write carries the guard.
 		{"agents (cold)", "agents", a, "GET", "/v0/worlds/cost/agents", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 2, "UpdateItem": 1}, 2, "", true},
 		{"send (cold)", "send", a, "POST", "/v0/worlds/cost/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, cID), 201, map[string]int{"GetItem": 1, "TransactWriteItems": 1}, 2, "", true},
-		{"messages (peek, cold)", "messages", c, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 2, "PutItem": 1, "Query": 1, "UpdateItem": 1}, 2, "", true},
+		{"messages (peek, cold)", "messages", c, "GET", "/v0/worlds/cost/messages?peek=true", "", 200, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1, "UpdateItem": 1}, 2, "", true},
 		{"ping (cold)", "ping", a, "POST", "/v0/worlds/cost/ping", fmt.Sprintf(`{"target":%q}`, cID), 200, map[string]int{"GetItem": 3, "TransactWriteItems": 1}, 2, "", true},
 		{"act (cold)", "act", a, "POST", "/v0/worlds/cost/actions", `{"action":"wave"}`, 201, map[string]int{"GetItem": 2, "TransactWriteItems": 1}, 2, "", true},
 		// c's first poll, cold: the member key (showing c announced

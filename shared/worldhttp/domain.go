@@ -12,6 +12,8 @@ type (
 	RateOp = ratelimit.Op
 	// Message is one direct message.
 	Message = inbox.Message
+	// Sent is a message submitted: stored, or queued.
+	Sent = inbox.Sent
 	// ReadOptions shape a read of an inbox: Peek keeps what it returns,
 	// Since keeps only later messages, Limit caps the count.
 	ReadOptions = inbox.ReadOptions

@@ -171,12 +171,13 @@ func (f *fake) Ping(ctx context.Context, w, target string, probe world.Probe) (b
 	return polled, 0, false, nil
 }
 
-func (f *fake) Send(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Message, error) {
+func (f *fake) Submit(ctx context.Context, w, from, to string, content json.RawMessage, contentType string) (worldhttp.Sent, error) {
 	f.count("Send")
 	if f.SendFn == nil {
-		return worldhttp.Message{}, errUnexpected
+		return worldhttp.Sent{}, errUnexpected
 	}
-	return f.SendFn(ctx, w, from, to, content, contentType)
+	m, err := f.SendFn(ctx, w, from, to, content, contentType)
+	return worldhttp.Sent{Message: m}, err
 }
 
 func (f *fake) Read(ctx context.Context, w, awnID string, o worldhttp.ReadOptions) ([]worldhttp.Message, error) {

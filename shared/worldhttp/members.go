@@ -28,9 +28,10 @@ type MemberLister interface {
 	MembersPage(ctx context.Context, world string, o world.PageOptions) (world.MemberPage, error)
 }
 
-// Sender stores a direct message for a member (inbox.Inbox.Send).
+// Sender stores, or in a world that batches its messages queues, a direct
+// message for a member (inbox.Inbox.Submit).
 type Sender interface {
-	Send(ctx context.Context, world, from, to string, content json.RawMessage, contentType string) (Message, error)
+	Submit(ctx context.Context, world, from, to string, content json.RawMessage, contentType string) (Sent, error)
 }
 
 // Reader reads, and unless peeking consumes, a member's inbox
@@ -213,8 +214,10 @@ type sendBody struct {
 }
 
 // NewSend serves POST /v0/worlds/{world}/messages (rate limit "send"):
-// {to, content (any JSON), contentType?} → 201 the stored message. The
-// values are the Sender's to validate (inbox.Inbox.Send).
+// {to, content (any JSON), contentType?} → 201 the stored message, or 202
+// the message and queued: true in a world that batches its messages (it
+// reaches the inbox within about a second, world-commit). The values are
+// the Sender's to validate (inbox.Inbox.Submit).
 func NewSend(o Options, sender Sender) (http.Handler, error) {
 	if sender == nil {
 		return nil, errors.New("worldhttp: no inbox")
@@ -229,12 +232,21 @@ func NewSend(o Options, sender Sender) (http.Handler, error) {
 		}
 		// The inbox checks to, content and contentType: what they mean is
 		// the domain's to say, once.
-		m, err := sender.Send(r.Context(), world, awnID, in.To, in.Content, in.ContentType)
+		m, err := sender.Submit(r.Context(), world, awnID, in.To, in.Content, in.ContentType)
 		if err != nil {
 			return fmt.Errorf("worldhttp: send: %w", err)
 		}
-		return reply(w, http.StatusCreated, messageJSON(m))
+		if m.Queued {
+			return reply(w, http.StatusAccepted, messageQueued{messageJSON(m.Message), true})
+		}
+		return reply(w, http.StatusCreated, messageJSON(m.Message))
 	}), nil)
+}
+
+// messageQueued answers a message queued in a world that batches them.
+type messageQueued struct {
+	messageOut
+	Queued bool `json:"queued"`
 }
 
 // NewMessages serves GET /v0/worlds/{world}/messages?peek=&since=&limit=

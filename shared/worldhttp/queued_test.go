@@ -93,3 +93,94 @@ func TestBatchedActionsThroughHarness(t *testing.T) {
 		t.Fatalf("the unbatched action's event is not there at once: %v", page)
 	}
 }
+
+// TestBatchedMessagesThroughHarness: in a world created with batchMessages
+// (and 4 event shards, so the recipient's inbox and private events are
+// spread), POST …/messages answers 202 with the message and queued: true
+// and the inbox holds nothing yet; the harness's queue mapping hands the
+// queued messages to world-commit and the recipient reads every one once.
+// A non-member is refused at once (401 NOT_JOINED). With batchMessages
+// turned off by a PUT, the same route answers 201 and the message is
+// there at once.
+func TestBatchedMessagesThroughHarness(t *testing.T) {
+	srv, h, _ := harnessServer(t)
+	stop := h.Start(context.Background())
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("harness triggers: %v", err)
+		}
+	})
+
+	owner := newAgent(t, srv.URL, 50)
+	m := owner.call("PUT", "/v0/worlds/chatty", fmt.Sprintf(`{"publicKey":%q,"batchMessages":true,"eventShards":4}`, b64(owner.key)), 201)
+	if m["batchMessages"] != true || m["batchActions"] != false {
+		t.Fatalf("created with batchMessages: manifest %v", m)
+	}
+	var members []*agent
+	for seed := byte(51); seed <= 54; seed++ {
+		a := newAgent(t, srv.URL, seed)
+		a.call("POST", "/v0/worlds/chatty/join", fmt.Sprintf(`{"publicKey":%q}`, b64(a.key)), 201)
+		members = append(members, a)
+	}
+	to, senders := members[0], members[1:]
+	body := fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, to.awnID())
+	stranger := newAgent(t, srv.URL, 55)
+	if e := stranger.call("POST", "/v0/worlds/chatty/messages", body, 401); e["code"] != "NOT_JOINED" {
+		t.Fatalf("a stranger's message: %v, want NOT_JOINED", e)
+	}
+	var want []string
+	for range 2 {
+		for _, a := range senders {
+			got := a.call("POST", "/v0/worlds/chatty/messages", body, 202)
+			id, _ := got["messageId"].(string)
+			if got["queued"] != true || id == "" || got["from"] != a.awnID() || got["to"] != to.awnID() {
+				t.Fatalf("queued message: %v", got)
+			}
+			want = append(want, id)
+		}
+	}
+	slices.Sort(want)
+	if page := to.call("GET", "/v0/worlds/chatty/messages?peek=true", "", 200); page["count"] != 0.0 {
+		t.Fatalf("the inbox before the commit: %v", page)
+	}
+
+	// The committer runs after its batching window: wait for the
+	// recipient's message.received events, long-polling, up to a deadline
+	// far past the window; then read the inbox.
+	deadline := time.Now().Add(15 * time.Second)
+	received, cursor := 0, ""
+	for received < len(want) && time.Now().Before(deadline) {
+		path := "/v0/worlds/chatty/events?wait=2"
+		if cursor != "" {
+			path += "&after=" + cursor
+		}
+		page := to.call("GET", path, "", 200)
+		evs, _ := page["events"].([]any)
+		for _, e := range evs {
+			if e.(map[string]any)["type"] == world.MessageReceived {
+				received++
+			}
+		}
+		if c, _ := page["cursor"].(string); c != "" {
+			cursor = c
+		}
+	}
+	var got []string
+	page := to.call("GET", "/v0/worlds/chatty/messages?limit=100", "", 200)
+	for _, m := range page["messages"].([]any) {
+		got = append(got, m.(map[string]any)["messageId"].(string))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("read messages %v, want the queued %v once each", got, want)
+	}
+
+	owner.call("PUT", "/v0/worlds/chatty", `{"batchMessages":false}`, 200)
+	now := senders[0].call("POST", "/v0/worlds/chatty/messages", body, 201)
+	if now["queued"] != nil || now["messageId"] == "" {
+		t.Fatalf("a message in a world that stopped batching: %v", now)
+	}
+	if page := to.call("GET", "/v0/worlds/chatty/messages", "", 200); page["count"] != 1.0 {
+		t.Fatalf("the unbatched message is not there at once: %v", page)
+	}
+}

@@ -57,6 +57,9 @@ type manifestOut struct {
 	// BatchActions: the world's actions are queued and committed in
 	// batches (POST …/actions answers 202).
 	BatchActions bool `json:"batchActions"`
+	// BatchMessages: the world's direct messages are queued the same way
+	// (POST …/messages answers 202).
+	BatchMessages bool `json:"batchMessages"`
 	// Members is memberCount under its first name, kept for clients
 	// that read it.
 	Members     int64  `json:"members"`
@@ -75,7 +78,7 @@ func manifestJSON(m world.Manifest, base string) manifestOut {
 	}
 	out := manifestOut{
 		WorldID: m.ID, Name: m.Name, Description: m.Description, Category: m.Category, Actions: actions,
-		OwnerKeyID: m.OwnerKeyID, OwnerAWNID: m.OwnerAWNID, Status: m.Status, EventShards: max(m.EventShards, 1), BatchActions: m.BatchActions, Members: m.Members, MemberCount: m.Members,
+		OwnerKeyID: m.OwnerKeyID, OwnerAWNID: m.OwnerAWNID, Status: m.Status, EventShards: max(m.EventShards, 1), BatchActions: m.BatchActions, BatchMessages: m.BatchMessages, Members: m.Members, MemberCount: m.Members,
 		CreatedAt: timestamp(m.CreatedAt), UpdatedAt: timestamp(m.UpdatedAt), CardURL: cardURL(base, m.ID),
 	}
 	if m.MaxMembers > 0 {
@@ -112,6 +115,8 @@ type putBody struct {
 	// BatchActions queues the world's actions and commits them in batches
 	// (absent: false).
 	BatchActions bool `json:"batchActions"`
+	// BatchMessages does the same for its direct messages.
+	BatchMessages bool `json:"batchMessages"`
 }
 
 // putKey is the BodyKey of PUT /v0/worlds/{world}: the body's publicKey;
@@ -189,7 +194,7 @@ func NewPut(o Options, worlds WorldWriter) (http.Handler, error) {
 		}
 		want := world.Manifest{
 			ID: access.Param(r, "world"), Name: in.Name, Description: in.Description, Category: in.Category, Actions: in.Actions,
-			BatchActions: in.BatchActions,
+			BatchActions: in.BatchActions, BatchMessages: in.BatchMessages,
 		}
 		if in.MaxMembers != nil {
 			if *in.MaxMembers < 1 {

@@ -1,9 +1,10 @@
 // Package committer is the world-commit function's handler: a batch of the
 // action queue's messages (an SQS event source mapping gathering up to
 // 1,000 for a second, partial batch responses) committed by
-// world.Service.CommitQueued, each world's actions many to a transaction.
-// An action that committed, now or before, is acknowledged; one that can
-// never commit (its member left, its world is gone) is logged and
+// world.Service.CommitQueued, each world's actions and direct messages many
+// to a transaction (a message's event made by package inbox). A write that
+// committed, now or before, is acknowledged; one that can never commit
+// (its member or a message's recipient left, its world is gone) is logged and
 // acknowledged too, since it was a member's action only while it was one;
 // a body that is not a queued action, and any other failure, names the
 // message in batchItemFailures, so it comes back after the queue's
@@ -21,6 +22,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/a2awire/a2awire/shared/function"
+	"github.com/a2awire/a2awire/shared/inbox"
 	"github.com/a2awire/a2awire/shared/world"
 )
 
@@ -41,7 +43,10 @@ func Build(env function.Env) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(world.New(st, world.WithClock(env.Now)), env.Logger()), nil
+	// The inbox makes a queued message's event: its message.received with
+	// the message attached.
+	msgs := inbox.New(st, inbox.WithClock(env.Now))
+	return New(world.New(st, world.WithClock(env.Now), world.WithQueuedMessages(msgs.QueuedEvent)), env.Logger()), nil
 }
 
 // New returns the queue handler over c.

@@ -178,7 +178,8 @@ func gone(t testing.TB, st store.Store, rec *recording, w string) {
 // Write, its members' (the name is still taken then), and later rounds of 1 Write
 // each pick up from what is left, until no item the world ever wrote is
 // in the table — while another world's items are all still there — and
-// the name can be created again. 8 members, 2 former, 30 messages and 2
+// the name can be created again — messages and private events in every
+// shard of the world's 4 included. 8 members, 2 former, 30 messages and 2
 // webhooks keep it at seconds on DynamoDB Local; BenchmarkPurge is the
 // same at 1,000 members, 10,000 messages and 50 webhooks.
 func TestPurgeLeavesNothingAndResumes(t *testing.T) {
@@ -189,6 +190,20 @@ func TestPurgeLeavesNothingAndResumes(t *testing.T) {
 			seed(t, rec, "doomed", 8, 2, 30, 2)
 			seed(t, rec, "doomed-not", 2, 1, 4, 1) // a world whose name starts the same
 			before := len(rec.of("doomed"))
+			// Its 4 event shards spread each member's inbox and private
+			// events: the deletion must empty the shards past 0 as well.
+			inboxShards, privateShards := 0, 0
+			for _, k := range rec.of("doomed") {
+				if strings.HasPrefix(k.PK, "INBOX#doomed#") && strings.Contains(k.PK, "#s") {
+					inboxShards++
+				}
+				if strings.HasPrefix(k.PK, "EVENTS#doomed#aw:") && strings.Contains(k.PK, "#s") {
+					privateShards++
+				}
+			}
+			if inboxShards == 0 || privateShards == 0 {
+				t.Fatalf("%d messages and %d private events in shards past 0: the seed spread none", inboxShards, privateShards)
+			}
 			var kept []store.Key // the other world's items now
 			for _, k := range rec.of("doomed-not") {
 				if _, err := rec.Get(ctx, k); err == nil {

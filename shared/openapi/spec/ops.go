@@ -119,7 +119,7 @@ var ops = map[string]Op{
 		Example: `{"publicKey":"11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=","metadata":{"role":"provider"}}`},
 	"POST /v0/worlds/{world}/leave": {Summary: "Leave the world", Body: struct{}{}, BodyOptional: true, OK: map[int]any{200: left{}}},
 	"GET /v0/worlds/{world}/agents": {Summary: "The world's members", Query: pageParams(100), OK: map[int]any{200: memberPage{}}},
-	"POST /v0/worlds/{world}/messages": {Summary: "Send a direct message to a member", Body: sendBody{}, OK: map[int]any{201: message{}}, Errors: []int{400},
+	"POST /v0/worlds/{world}/messages": {Summary: "Send a direct message to a member (201 stored; 202 queued, in a world that batches its messages)", Body: sendBody{}, OK: map[int]any{201: message{}, 202: messageQueued{}}, Errors: []int{400},
 		Example: `{"to":"aw:sha256:…","content":{"text":"hello"}}`},
 	"GET /v0/worlds/{world}/messages": {Summary: "Read (and consume, unless peek) the caller's inbox, oldest first", OK: map[int]any{200: messageList{}},
 		Query: []Param{{Name: "peek", Type: "boolean", Description: "read without consuming"}, {Name: "since", Type: "string", Description: "RFC 3339: only later messages"},

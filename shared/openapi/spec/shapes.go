@@ -122,34 +122,36 @@ type actionSpec struct {
 
 // worldBody mirrors worldhttp's putBody.
 type worldBody struct {
-	PublicKey    *string      `json:"publicKey,omitempty" doc:"the owner's key (standard base64, 32 bytes); required to create, optional to update"`
-	Name         string       `json:"name,omitempty" example:"Lobby"`
-	Description  string       `json:"description,omitempty"`
-	Category     string       `json:"category,omitempty" example:"social"`
-	Actions      []actionSpec `json:"actions,omitempty"`
-	MaxMembers   *int64       `json:"maxMembers,omitempty" doc:"the most members (absent or null: no cap)"`
-	EventShards  *int         `json:"eventShards,omitempty" doc:"partitions the world's events are written across, 1 to 16 (absent or null: 1 at creation, unchanged at an update); only grows, fewer is 409" example:"1"`
-	BatchActions bool         `json:"batchActions,omitempty" doc:"queue the world's actions and commit them many to a transaction: POST …/actions answers 202 and the event follows within about a second (absent: false); for worlds past a few hundred actions a second"`
+	PublicKey     *string      `json:"publicKey,omitempty" doc:"the owner's key (standard base64, 32 bytes); required to create, optional to update"`
+	Name          string       `json:"name,omitempty" example:"Lobby"`
+	Description   string       `json:"description,omitempty"`
+	Category      string       `json:"category,omitempty" example:"social"`
+	Actions       []actionSpec `json:"actions,omitempty"`
+	MaxMembers    *int64       `json:"maxMembers,omitempty" doc:"the most members (absent or null: no cap)"`
+	EventShards   *int         `json:"eventShards,omitempty" doc:"partitions the world's events are written across, 1 to 16 (absent or null: 1 at creation, unchanged at an update); only grows, fewer is 409" example:"1"`
+	BatchActions  bool         `json:"batchActions,omitempty" doc:"queue the world's actions and commit them many to a transaction: POST …/actions answers 202 and the event follows within about a second (absent: false); for worlds past a few hundred actions a second"`
+	BatchMessages bool         `json:"batchMessages,omitempty" doc:"queue the world's direct messages the same way: POST …/messages answers 202 and the message reaches the inbox within about a second (absent: false); for an inbox past a few hundred messages a second, with eventShards"`
 }
 
 // manifest mirrors worldhttp's manifestOut.
 type manifest struct {
-	WorldID      string       `json:"worldId" example:"lobby"`
-	Name         string       `json:"name"`
-	Description  string       `json:"description"`
-	Category     string       `json:"category"`
-	Actions      []actionSpec `json:"actions"`
-	OwnerKeyID   string       `json:"ownerKeyId"`
-	OwnerAWNID   string       `json:"ownerAwnId"`
-	Status       string       `json:"status" doc:"open or closed"`
-	MaxMembers   *int64       `json:"maxMembers"`
-	EventShards  int          `json:"eventShards" doc:"partitions the world's events are written across (1 unless raised)"`
-	BatchActions bool         `json:"batchActions" doc:"the world's actions are queued and committed in batches"`
-	Members      int64        `json:"members" doc:"memberCount under its first name"`
-	MemberCount  int64        `json:"memberCount"`
-	CreatedAt    string       `json:"createdAt"`
-	UpdatedAt    string       `json:"updatedAt"`
-	CardURL      string       `json:"cardUrl"`
+	WorldID       string       `json:"worldId" example:"lobby"`
+	Name          string       `json:"name"`
+	Description   string       `json:"description"`
+	Category      string       `json:"category"`
+	Actions       []actionSpec `json:"actions"`
+	OwnerKeyID    string       `json:"ownerKeyId"`
+	OwnerAWNID    string       `json:"ownerAwnId"`
+	Status        string       `json:"status" doc:"open or closed"`
+	MaxMembers    *int64       `json:"maxMembers"`
+	EventShards   int          `json:"eventShards" doc:"partitions the world's events are written across (1 unless raised)"`
+	BatchActions  bool         `json:"batchActions" doc:"the world's actions are queued and committed in batches"`
+	BatchMessages bool         `json:"batchMessages" doc:"the world's direct messages are queued and committed in batches"`
+	Members       int64        `json:"members" doc:"memberCount under its first name"`
+	MemberCount   int64        `json:"memberCount"`
+	CreatedAt     string       `json:"createdAt"`
+	UpdatedAt     string       `json:"updatedAt"`
+	CardURL       string       `json:"cardUrl"`
 }
 
 // worldSummary mirrors worldhttp's summaryOut.
@@ -229,6 +231,18 @@ type message struct {
 	Content     json.RawMessage `json:"content"`
 	ContentType string          `json:"contentType"`
 	SentAt      string          `json:"sentAt"`
+}
+
+// messageQueued mirrors worldhttp's queued message: the message as it
+// will be stored, and queued.
+type messageQueued struct {
+	MessageID   string          `json:"messageId"`
+	From        string          `json:"from"`
+	To          string          `json:"to"`
+	Content     json.RawMessage `json:"content"`
+	ContentType string          `json:"contentType"`
+	SentAt      string          `json:"sentAt"`
+	Queued      bool            `json:"queued" doc:"true: the message reaches the recipient's inbox when the world's committer commits it, within about a second"`
 }
 
 // messageList is the inbox read's answer.

@@ -14,13 +14,13 @@ import (
 
 // VisibleIDs returns the ids of every event of w that awnID may see, read
 // straight from st (every shard of the shared events that any world may
-// have, not only those its head names, and awnID's private partition,
-// every page), sorted; awnID "" reads the shared events only.
+// have, not only those its head names, and as many of awnID's private
+// partitions, every page), sorted; awnID "" reads the shared events only.
 func VisibleIDs(t testing.TB, st store.Store, w, awnID string) []string {
 	t.Helper()
 	pks := SharedPKs(w)
 	if awnID != "" {
-		pks = append(pks, world.PrivateEventsPK(w, awnID))
+		pks = append(pks, ShardPKs(world.PrivateEventsPK(w, awnID))...)
 	}
 	var out []string
 	for _, pk := range pks {
@@ -69,6 +69,29 @@ func SharedPKs(w string) []string {
 		pks[n] = world.EventShardPK(w, n)
 	}
 	return pks
+}
+
+// ShardPKs are the partitions the items of the partition pk of a
+// recipient (its private events, world.PrivateEventsPK, or its inbox,
+// world.InboxPK) may be in: every shard of it up to world.MaxEventShards.
+func ShardPKs(pk string) []string {
+	pks := make([]string, world.MaxEventShards)
+	for n := range pks {
+		pks[n] = world.ShardPK(pk, n)
+	}
+	return pks
+}
+
+// Count returns how many items each shard of the partition pk holds
+// (ShardPKs), by shard.
+func Count(t testing.TB, st store.Store, pk string) []int {
+	t.Helper()
+	pks := ShardPKs(pk)
+	out := make([]int, len(pks))
+	for n, pk := range pks {
+		scan(t, st, pk, func(store.Item) { out[n]++ })
+	}
+	return out
 }
 
 // scan calls f with every item of partition pk, every page.
