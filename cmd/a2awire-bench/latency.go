@@ -311,6 +311,7 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 	}
 	routesMeasured := []latencyRoute{
 		{"7a", "world send", "world-send", 201, fixed(a.key, "POST", "/v0/worlds/lobby/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, b.id))},
+		{"7a2", "world send, a world that batches its messages (queued: 202)", "world-send", 202, fixed(a.key, "POST", "/v0/worlds/bench-batched/messages", fmt.Sprintf(`{"to":%q,"content":{"text":"hi"}}`, b.id))},
 		{"7b", "world messages (peek)", "world-messages", 200, fixed(b.key, "GET", "/v0/worlds/lobby/messages?peek=true&limit=10", "")},
 		{"7c", "world event poll (wait=0)", "world-events", 200, fixed(b.key, "GET", "/v0/worlds/lobby/events", "")},
 		{"7c2", "world event poll (wait=0), a world of 16 event shards", "world-events", 200, fixed(b.key, "GET", "/v0/worlds/bench-sharded/events", "")},
@@ -422,13 +423,16 @@ func latencyRows(ctx context.Context, server *dynamolocal.Server, table string, 
 			return fail(err)
 		}
 	}
-	// Row 7h2's world: its actions queued (the harness's in-process
-	// queue, whose consumer does not run here: the row is the request).
-	if st, body, err := httpSigned(ctx, srv.URL, a.key, "PUT", "/v0/worlds/bench-batched", fmt.Sprintf(`{"publicKey":%q,"name":"Bench","batchActions":true}`, a.publicKey())); err != nil || (st != 200 && st != 201) {
+	// Rows 7h2's and 7a2's world: its actions and messages queued (the
+	// harness's in-process queue, whose consumer does not run here: the
+	// row is the request).
+	if st, body, err := httpSigned(ctx, srv.URL, a.key, "PUT", "/v0/worlds/bench-batched", fmt.Sprintf(`{"publicKey":%q,"name":"Bench","batchActions":true,"batchMessages":true}`, a.publicKey())); err != nil || (st != 200 && st != 201) {
 		return fail(fmt.Errorf("create bench-batched: %d %s %v", st, body, err))
 	}
-	if err := joinFresh(ctx, a, "bench-batched"); err != nil {
-		return fail(err)
+	for _, w := range []worldMember{a, b} {
+		if err := joinFresh(ctx, w, "bench-batched"); err != nil {
+			return fail(err)
+		}
 	}
 	sr.operator = h.NetworkKey()
 	if err := sr.setUp(ctx, rt, joinFresh); err != nil {

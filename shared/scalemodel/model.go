@@ -168,6 +168,53 @@ func InboxMessages() Workload {
 	}
 }
 
+// InboxShards is the event shards of the world of BatchedInboxMessages:
+// a recipient's inbox and private events are written across the world's
+// count, and 8 takes the inbox's 4,000 units a second (its messages put
+// and consumed) at half a partition each.
+const InboxShards = 8
+
+// MessagesPerCommit is how many queued messages of distinct senders to
+// one recipient commit in one transaction (shared/world, CommitQueued):
+// DynamoDB's 100 actions, less the head's update and the recipient's
+// check (one for them all), at 4 a message (its event, the message item
+// attached to it, its marker, its sender's check).
+const MessagesPerCommit = (100 - 2) / 4
+
+// BatchedInboxMessages is InboxMessages in a world that batches its
+// messages (batchMessages) and writes its events across InboxShards
+// partitions, its recipient consuming what arrives: a request settles its
+// guard alone (its nonce and its rate-limit count as lone writes) and
+// queues the message; the committer commits MessagesPerCommit messages to
+// a transaction: one update of the head and one check of the recipient
+// for them all, and per message its message.received and the message
+// itself, both in the recipient's shard the event's id hashes to
+// (INBOX#<world>#<to> and EVENTS#<world>#<to> are shard 0, #s1 … #s7 the
+// others), its marker (a key of its own) and its sender's check. The
+// recipient's consuming reads delete the messages, up to 100 in one
+// transaction: 2 more units a message on its inbox shard. (The 100-message
+// cap drops what is not read in time, and a drop is a delete too, so the
+// inbox's 4 units a message stand either way.)
+func BatchedInboxMessages() Workload {
+	return Workload{Name: "inbox at 1,000 messages/s, batched, 8 event shards, consumed", Rate: 1000,
+		Units: map[string]float64{
+			"WORLD#<world>":                  0,
+			"AWN#<to>":                       2.0 / MessagesPerCommit,
+			"AWN#<from>":                     2,
+			"RATE#<world>#<from>":            1,
+			"INBOX#<world>#<to>#s<n>":        4,
+			"EVENTS#<world>#<to>#s<n>":       2,
+			"EVENTHEAD#<world>":              2.0 / MessagesPerCommit,
+			"ACTIONDONE#<world>#<messageId>": 2,
+		},
+		Spread: map[string]float64{
+			"AWN#<from>": Senders, "RATE#<world>#<from>": Senders,
+			"INBOX#<world>#<to>#s<n>": InboxShards, "EVENTS#<world>#<to>#s<n>": InboxShards,
+			"ACTIONDONE#<world>#<messageId>": 1000,
+		},
+	}
+}
+
 // FanOut is one public event delivered to 10,000 webhooks, taken at
 // the rate the deliverer reaches (row 9 measured about 1,000 a second
 // on 2 cores; in AWS up to 100 invocations × 10 deliveries at once):

@@ -31,6 +31,14 @@ func TestActionsPerCommitMatchesTheStore(t *testing.T) {
 	}
 }
 
+// TestMessagesPerCommitMatchesTheStore keeps the model's batch of
+// messages the one a transaction holds.
+func TestMessagesPerCommitMatchesTheStore(t *testing.T) {
+	if want := (store.MaxActions - 2) / 4; scalemodel.MessagesPerCommit != want {
+		t.Fatalf("model: %d messages a commit; a transaction of %d actions holds %d", scalemodel.MessagesPerCommit, store.MaxActions, want)
+	}
+}
+
 // TestModelLoads pins the hottest key of each workload and its load, the
 // figures docs/scale.md's table states.
 func TestModelLoads(t *testing.T) {
@@ -43,6 +51,7 @@ func TestModelLoads(t *testing.T) {
 		{scalemodel.ShardedWorldEvents(), "EVENTHEAD#<world>", 10000},
 		{scalemodel.BatchedWorldEvents(), "EVENTS#<world>#s<n>", 625},
 		{scalemodel.InboxMessages(), "AWN#<to>", 2000},
+		{scalemodel.BatchedInboxMessages(), "INBOX#<world>#<to>#s<n>", 500},
 		{scalemodel.FanOut(), "WHSTATS#<world>#<awnId>", 0.1},
 		{scalemodel.RegistryJoins(), "gsi1:WORLDS#mem#*#<n>", 500},
 	} {

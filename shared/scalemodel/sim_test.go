@@ -204,6 +204,26 @@ func signedPost(t *testing.T, url string, n int, body string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
+// signedGet GETs url signed by key n and returns the answer.
+func signedGet(t *testing.T, url string, n int) (int, []byte) {
+	t.Helper()
+	signer, err := auth.NewSigner(privateKey(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &auth.Transport{Signer: signer}}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
 // post sends body to url signed by key n, and fails the test unless it
 // answers 2xx.
 func post(t *testing.T, url string, n int, body string) {
@@ -213,19 +233,36 @@ func post(t *testing.T, url string, n int, body string) {
 	}
 }
 
-// postID posts an action as post does and returns its actionId.
+// postID posts an action, or a message, as post does and returns its
+// actionId, or messageId, answered 202.
 func postID(t *testing.T, url string, n int, body string) string {
 	t.Helper()
 	st, b := signedPost(t, url, n, body)
 	var out struct {
 		Data struct {
-			ActionID string `json:"actionId"`
+			ActionID  string `json:"actionId"`
+			MessageID string `json:"messageId"`
 		} `json:"data"`
 	}
-	if st != http.StatusAccepted || json.Unmarshal(b, &out) != nil || out.Data.ActionID == "" {
-		t.Fatalf("POST %s: %d %s; want 202 and the queued action's id", url, st, b)
+	if st != http.StatusAccepted || json.Unmarshal(b, &out) != nil || out.Data.ActionID+out.Data.MessageID == "" {
+		t.Fatalf("POST %s: %d %s; want 202 and the queued write's id", url, st, b)
 	}
-	return out.Data.ActionID
+	return out.Data.ActionID + out.Data.MessageID
+}
+
+// batchingHarness serves the network's functions over m with in-process
+// queues, so a test hands the queued writes to world-commit itself.
+func batchingHarness(t *testing.T, m *meter) (*harness.Harness, queue.Queue, string) {
+	t.Helper()
+	queues := harness.NewQueues(nil)
+	h, err := harness.New(harness.Options{Log: logging.Discard(), Store: m, Feed: quiet{}, Queues: queues})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, queues[routes.ActionQueue], srv.URL
 }
 
 // commitQueued receives the want messages waiting on q and hands them to
@@ -372,21 +409,14 @@ func TestSimulationMatchesModel(t *testing.T) {
 			for i := range members {
 				join(t, s, "sim", key(1+i))
 			}
-			queues := harness.NewQueues(nil)
-			h, err := harness.New(harness.Options{Log: logging.Discard(), Store: m, Feed: quiet{}, Queues: queues})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = h.Close() })
-			srv := httptest.NewServer(h)
-			t.Cleanup(srv.Close)
+			h, q, url := batchingHarness(t, m)
 			round := func(i int) {
 				t.Helper()
 				for j := range members {
-					id := postID(t, srv.URL+"/v0/worlds/sim/actions", 1+j, fmt.Sprintf(`{"action":"move","params":{"n":%d}}`, i*members+j))
+					id := postID(t, url+"/v0/worlds/sim/actions", 1+j, fmt.Sprintf(`{"action":"move","params":{"n":%d}}`, i*members+j))
 					m.name(world.ActionMarkerKey("sim", id).PK, "ACTIONDONE#<world>#<actionId>")
 				}
-				commitQueued(t, h, queues[routes.ActionQueue], members)
+				commitQueued(t, h, q, members)
 			}
 			round(-1) // each key's first request on the instance
 			m.take()
@@ -415,6 +445,50 @@ func TestSimulationMatchesModel(t *testing.T) {
 			}
 			return n
 		}, agents(10, 35, "<from>"), nil, map[string]float64{"AWN#<from>": 25, "RATE#<world>#<from>": 25}},
+		{scalemodel.BatchedInboxMessages(), func(t *testing.T, m *meter) int {
+			// 96 senders to one recipient (bob, key 2), 2 rounds of one
+			// message each, every round one batch of the committer (96
+			// distinct senders: 4 full transactions) and then one
+			// consuming read of bob's (its deletes, one transaction), so
+			// 192 messages over the recipient's 8 shards of each
+			// partition.
+			const senders, rounds = 96, 2
+			s := world.New(m, world.WithClock(before))
+			spec := world.Manifest{ID: "sim", Description: "a simulated world", EventShards: scalemodel.InboxShards, BatchMessages: true}
+			if _, _, err := s.PutWorld(t.Context(), spec, key(0)); err != nil {
+				t.Fatal(err)
+			}
+			join(t, s, "sim", key(2))
+			for i := range senders {
+				join(t, s, "sim", key(10+i))
+			}
+			h, q, url := batchingHarness(t, m)
+			round := func(r int) {
+				t.Helper()
+				for j := range senders {
+					id := postID(t, url+"/v0/worlds/sim/messages", 10+j, fmt.Sprintf(`{"to":%q,"content":{"n":%d}}`, bob, r*senders+j))
+					m.name(world.ActionMarkerKey("sim", id).PK, "ACTIONDONE#<world>#<messageId>")
+				}
+				commitQueued(t, h, q, senders)
+				st, b := signedGet(t, url+"/v0/worlds/sim/messages?limit=100", 2)
+				var read struct {
+					Data struct {
+						Count int `json:"count"`
+					} `json:"data"`
+				}
+				if st != http.StatusOK || json.Unmarshal(b, &read) != nil || read.Data.Count != senders {
+					t.Fatalf("bob's read: %d %s; want the %d messages of the round", st, b, senders)
+				}
+			}
+			round(-1) // each key's first request on the instance
+			m.take()
+			for r := range rounds {
+				round(r)
+			}
+			return senders * rounds
+		}, append(recipientShards(bob), agents(10, 106, "<from>")...),
+			map[string]bool{"INBOX#<world>#<to>#s<n>": true, "EVENTS#<world>#<to>#s<n>": true},
+			map[string]float64{"AWN#<from>": 96, "RATE#<world>#<from>": 96}},
 		{scalemodel.FanOut(), func(t *testing.T, m *meter) int {
 			ctx := t.Context()
 			var got sync.WaitGroup
@@ -555,6 +629,18 @@ func TestSimulationMatchesModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recipientShards names the shards of to's inbox and private events in
+// world sim (of InboxShards), the suffixed ones before shard 0, which is
+// a prefix of each.
+func recipientShards(to string) []string {
+	var out []string
+	for i := scalemodel.InboxShards - 1; i >= 0; i-- {
+		out = append(out, world.ShardPK(world.InboxPK("sim", to), i), "INBOX#<world>#<to>#s<n>",
+			world.ShardPK(world.PrivateEventsPK("sim", to), i), "EVENTS#<world>#<to>#s<n>")
+	}
+	return out
 }
 
 func create(t *testing.T, s *world.Service, id string) {
