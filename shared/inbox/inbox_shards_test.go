@@ -118,24 +118,7 @@ func TestShardedInboxSpreadsAndReads(t *testing.T) {
 		if n := total(spread(t, st, world.PrivateEventsPK("fanin", to), 4)); n != 60 {
 			t.Fatalf("%d events in the private shards, want 60", n)
 		}
-		if got := readFrom(t, b, "fanin", to, inbox.ReadOptions{Peek: true, Limit: 100}); !slices.Equal(ids(got), sent) {
-			t.Fatalf("peek shows %d messages, want the 60 sent, oldest first", len(got))
-		}
-		var got []string
-		for {
-			page := readFrom(t, b, "fanin", to, inbox.ReadOptions{Limit: 25})
-			if len(page) == 0 {
-				break
-			}
-			got = append(got, ids(page)...)
-		}
-		if !slices.Equal(got, sent) {
-			t.Fatalf("consuming reads returned %d messages, want the 60 sent, once each, in order", len(got))
-		}
-		if n := total(worldtest.Count(t, st, world.InboxPK("fanin", to))); n != 0 {
-			t.Fatalf("after the reads %d messages are left in the inbox's shards", n)
-		}
-		wantReceived(t, world.New(st, world.WithClock(c.Now)), "fanin", to, sent)
+		drainInOrder(t, st, b, c, "fanin", to, sent, 25)
 	})
 }
 
@@ -305,24 +288,7 @@ func TestRaisedShardsKeepMessages(t *testing.T) {
 		sent = append(sent, sendFrom(t, b, c, "grown", to, froms, 30)...)
 		spread(t, st, world.InboxPK("grown", to), 4)
 		spread(t, st, world.PrivateEventsPK("grown", to), 4)
-		if got := readFrom(t, b, "grown", to, inbox.ReadOptions{Peek: true, Limit: 100}); !slices.Equal(ids(got), sent) {
-			t.Fatalf("peek shows %d messages, want the 60 sent, oldest first", len(got))
-		}
-		var got []string
-		for {
-			page := readFrom(t, b, "grown", to, inbox.ReadOptions{Limit: 11})
-			if len(page) == 0 {
-				break
-			}
-			got = append(got, ids(page)...)
-		}
-		if !slices.Equal(got, sent) {
-			t.Fatalf("consuming reads returned %d messages, want the 60 sent, once each, in order", len(got))
-		}
-		if n := total(worldtest.Count(t, st, world.InboxPK("grown", to))); n != 0 {
-			t.Fatalf("after the reads %d messages are left in the inbox's shards", n)
-		}
-		wantReceived(t, world.New(st, world.WithClock(c.Now)), "grown", to, sent)
+		drainInOrder(t, st, b, c, "grown", to, sent, 11)
 	})
 }
 
@@ -348,4 +314,30 @@ func TestShardedInboxLeave(t *testing.T) {
 			t.Fatalf("a send to %s after its leave was accepted", to)
 		}
 	})
+}
+
+// drainInOrder checks that a peek of to's inbox in w shows the messages
+// sent (ids, oldest first) and that consuming reads of limit return each
+// once, in order, leaving no message in any shard and every
+// message.received seen once by to's poll.
+func drainInOrder(t *testing.T, st store.Store, b *inbox.Inbox, c *clock, w, to string, sent []string, limit int) {
+	t.Helper()
+	if got := readFrom(t, b, w, to, inbox.ReadOptions{Peek: true, Limit: 100}); !slices.Equal(ids(got), sent) {
+		t.Fatalf("peek shows %d messages, want the %d sent, oldest first", len(got), len(sent))
+	}
+	var got []string
+	for {
+		page := readFrom(t, b, w, to, inbox.ReadOptions{Limit: limit})
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, ids(page)...)
+	}
+	if !slices.Equal(got, sent) {
+		t.Fatalf("consuming reads returned %d messages, want the %d sent, once each, in order", len(got), len(sent))
+	}
+	if n := total(worldtest.Count(t, st, world.InboxPK(w, to))); n != 0 {
+		t.Fatalf("after the reads %d messages are left in the inbox's shards", n)
+	}
+	wantReceived(t, world.New(st, world.WithClock(c.Now)), w, to, sent)
 }

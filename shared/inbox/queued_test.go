@@ -5,75 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
 	"github.com/a2awire/a2awire/shared/inbox"
-	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/world"
+	"github.com/a2awire/a2awire/shared/world/worldtest"
 )
-
-// writeLog records the actions of every Write that reaches a store.
-type writeLog struct {
-	store.Store
-	mu     sync.Mutex
-	writes [][]store.Action
-}
-
-func (w *writeLog) Write(ctx context.Context, acts ...store.Action) ([]store.Item, error) {
-	w.mu.Lock()
-	w.writes = append(w.writes, acts)
-	w.mu.Unlock()
-	return w.Store.Write(ctx, acts...)
-}
-
-func (w *writeLog) take() [][]store.Action {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.writes
-	w.writes = nil
-	return out
-}
-
-// sentQueue keeps what Submit sends, read back as the committer would.
-type sentQueue struct {
-	mu   sync.Mutex
-	msgs []queue.Message
-}
-
-func (q *sentQueue) Send(_ context.Context, msgs ...queue.Message) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.msgs = append(q.msgs, msgs...)
-	return nil
-}
-
-func (q *sentQueue) take(t *testing.T) []world.QueuedAction {
-	t.Helper()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var out []world.QueuedAction
-	for _, m := range q.msgs {
-		a, err := world.ParseQueuedAction(m.Body)
-		if err != nil {
-			t.Fatalf("Submit sent %q: %v", m.Body, err)
-		}
-		out = append(out, a)
-	}
-	q.msgs = nil
-	return out
-}
 
 // batching is a world that batches its messages, its service and inbox
 // over one store, and members numbered from 10.
 type batching struct {
-	st    *writeLog
-	q     *sentQueue
+	st    *worldtest.WriteLog
+	q     *worldtest.SentQueue
 	world *world.Service
 	box   *inbox.Inbox
 }
@@ -82,7 +30,7 @@ func newBatching(t *testing.T, st store.Store, id string, batch bool, members in
 	t.Helper()
 	ctx := context.Background()
 	c := &clock{now: t0}
-	b := &batching{st: &writeLog{Store: st}, q: &sentQueue{}}
+	b := &batching{st: &worldtest.WriteLog{Store: st}, q: &worldtest.SentQueue{}}
 	b.box = inbox.New(b.st, inbox.WithClock(c.Now))
 	b.world = world.New(b.st, world.WithClock(c.Now), world.WithQueuedMessages(b.box.QueuedEvent))
 	b.box = inbox.New(b.st, inbox.WithClock(c.Now), inbox.WithQueue(b.q, b.world))
@@ -100,7 +48,7 @@ func newBatching(t *testing.T, st store.Store, id string, batch bool, members in
 		}
 		ids = append(ids, j.AWNID)
 	}
-	b.st.take()
+	b.st.Take()
 	return b, ids
 }
 
@@ -125,19 +73,19 @@ func TestQueuedMessagesCommitManyToATransaction(t *testing.T) {
 			}
 			want = append(want, sent.Message)
 		}
-		if w := b.st.take(); len(w) != 0 {
+		if w := b.st.Take(); len(w) != 0 {
 			t.Fatalf("queuing wrote %d times; want nothing written", len(w))
 		}
 		if got, err := b.box.Read(ctx, "busy", to, inbox.ReadOptions{Peek: true}); err != nil || len(got) != 0 {
 			t.Fatalf("inbox before the commit: %d messages, %v", len(got), err)
 		}
-		qs := b.q.take(t)
+		qs := b.q.Take(t)
 		for i, err := range b.world.CommitQueued(ctx, qs) {
 			if err != nil {
 				t.Fatalf("message %d: %v", i, err)
 			}
 		}
-		if w := b.st.take(); len(w) != 2 {
+		if w := b.st.Take(); len(w) != 2 {
 			t.Fatalf("%d Writes for 48 messages to one recipient; want 2", len(w))
 		}
 		got, err := b.box.Read(ctx, "busy", to, inbox.ReadOptions{Limit: inbox.MaxLimit})
@@ -210,7 +158,7 @@ func TestQueuedMessageOfALeaverIsDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		errs := b.world.CommitQueued(ctx, b.q.take(t))
+		errs := b.world.CommitQueued(ctx, b.q.Take(t))
 		if errs[0] != nil {
 			t.Fatalf("the message of two members: %v", errs[0])
 		}
@@ -237,7 +185,7 @@ func TestSubmitSendsAtOnceWithoutBatching(t *testing.T) {
 		if err != nil || sent.Queued {
 			t.Fatalf("Submit: %+v, %v; want stored", sent, err)
 		}
-		if qs := b.q.take(t); len(qs) != 0 {
+		if qs := b.q.Take(t); len(qs) != 0 {
 			t.Fatalf("queued %d messages", len(qs))
 		}
 		got, err := b.box.Read(ctx, "quiet", ids[0], inbox.ReadOptions{})
@@ -281,7 +229,7 @@ func TestQueuedMessageToANonMemberIsRefusedAtOnce(t *testing.T) {
 			_, err := b.box.Submit(ctx, "busy", ids[0], to, json.RawMessage(`"hi"`), "")
 			wantKind(t, err, apierror.NotFound)
 		}
-		if qs := b.q.take(t); len(qs) != 0 {
+		if qs := b.q.Take(t); len(qs) != 0 {
 			t.Fatalf("queued %d messages to non-members", len(qs))
 		}
 	})

@@ -187,32 +187,31 @@ func (quiet) Commit(context.Context, string, string) error { return nil }
 // signedPost sends body to url signed by key n and returns the answer.
 func signedPost(t *testing.T, url string, n int, body string) (int, []byte) {
 	t.Helper()
-	signer, err := auth.NewSigner(privateKey(n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Transport: &auth.Transport{Signer: signer}}
-	resp, err := c.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	return signed(t, "POST", url, n, body)
 }
 
 // signedGet GETs url signed by key n and returns the answer.
 func signedGet(t *testing.T, url string, n int) (int, []byte) {
+	t.Helper()
+	return signed(t, "GET", url, n, "")
+}
+
+// signed sends a request signed by key n and returns the answer.
+func signed(t *testing.T, method, url string, n int, body string) (int, []byte) {
 	t.Helper()
 	signer, err := auth.NewSigner(privateKey(n))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &http.Client{Transport: &auth.Transport{Signer: signer}}
-	resp, err := c.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,67 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/a2awire/a2awire/shared/apierror"
 	"github.com/a2awire/a2awire/shared/auth"
-	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/store/memory"
 	"github.com/a2awire/a2awire/shared/world"
+	"github.com/a2awire/a2awire/shared/world/worldtest"
 )
-
-// writeLog records the actions of every Write that reaches a store.
-type writeLog struct {
-	store.Store
-	mu     sync.Mutex
-	writes [][]store.Action
-}
-
-func (w *writeLog) Write(ctx context.Context, acts ...store.Action) ([]store.Item, error) {
-	w.mu.Lock()
-	w.writes = append(w.writes, acts)
-	w.mu.Unlock()
-	return w.Store.Write(ctx, acts...)
-}
-
-func (w *writeLog) take() [][]store.Action {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.writes
-	w.writes = nil
-	return out
-}
-
-// sentQueue keeps what Act sends.
-type sentQueue struct {
-	mu   sync.Mutex
-	msgs []queue.Message
-}
-
-func (q *sentQueue) Send(_ context.Context, msgs ...queue.Message) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.msgs = append(q.msgs, msgs...)
-	return nil
-}
-
-// queuedActions reads back what Act sent.
-func (q *sentQueue) queuedActions(t *testing.T) []world.QueuedAction {
-	t.Helper()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var out []world.QueuedAction
-	for _, m := range q.msgs {
-		a, err := world.ParseQueuedAction(m.Body)
-		if err != nil {
-			t.Fatalf("Act sent %q: %v", m.Body, err)
-		}
-		out = append(out, a)
-	}
-	return out
-}
 
 // submittedIDs returns the actionIds of the action.submitted events
 // awnID sees in w, in order.
@@ -109,8 +57,8 @@ func TestQueuedActionsCommitManyToATransaction(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		c := &clock{now: t0}
-		wl := &writeLog{Store: st}
-		q := &sentQueue{}
+		wl := &worldtest.WriteLog{Store: st}
+		q := &worldtest.SentQueue{}
 		s := world.New(wl, world.WithClock(c.Now), world.WithIDs(testIDs), world.WithActionQueue(q))
 		m := manifest("busy")
 		m.BatchActions = true
@@ -124,7 +72,7 @@ func TestQueuedActionsCommitManyToATransaction(t *testing.T) {
 		for n := 1; n <= 10; n++ {
 			members = append(members, join(t, s, "busy", n))
 		}
-		wl.take()
+		wl.Take()
 		var want []string
 		for round := range 8 {
 			for _, mb := range members {
@@ -135,10 +83,10 @@ func TestQueuedActionsCommitManyToATransaction(t *testing.T) {
 				want = append(want, sub.ActionID)
 			}
 		}
-		if w := wl.take(); len(w) != 0 {
+		if w := wl.Take(); len(w) != 0 {
 			t.Fatalf("queuing wrote %d times; want nothing written", len(w))
 		}
-		qs := q.queuedActions(t)
+		qs := q.Take(t)
 		if got := submittedIDs(t, s, "busy", members[0].AWNID); len(got) != 0 {
 			t.Fatalf("events before the commit: %v", got)
 		}
@@ -148,7 +96,7 @@ func TestQueuedActionsCommitManyToATransaction(t *testing.T) {
 				t.Fatalf("action %d: %v", i, err)
 			}
 		}
-		writes := wl.take()
+		writes := wl.Take()
 		if len(writes) != 2 {
 			t.Fatalf("%d Writes for 80 actions of 10 members; want 2", len(writes))
 		}
@@ -178,7 +126,7 @@ func TestQueuedActionsCommitManyToATransaction(t *testing.T) {
 			if got := submittedIDs(t, s, "busy", members[0].AWNID); len(got) != 80 {
 				t.Fatalf("redelivered %v: %d actions after it, want 80", redelivered, len(got))
 			}
-			if w := wl.take(); redelivered && len(w) != 0 {
+			if w := wl.Take(); redelivered && len(w) != 0 {
 				t.Fatalf("a redelivery whose markers were read wrote %d times", len(w))
 			}
 		}
@@ -199,7 +147,7 @@ func TestQueuedActionOfALeaverIsDropped(t *testing.T) {
 	everyEngine(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		c := &clock{now: t0}
-		q := &sentQueue{}
+		q := &worldtest.SentQueue{}
 		s := world.New(st, world.WithClock(c.Now), world.WithIDs(testIDs), world.WithActionQueue(q))
 		m := manifest("fickle")
 		m.BatchActions = true
@@ -215,7 +163,7 @@ func TestQueuedActionOfALeaverIsDropped(t *testing.T) {
 		if err := s.Leave(ctx, "fickle", b.AWNID); err != nil {
 			t.Fatal(err)
 		}
-		errs := s.CommitQueued(ctx, q.queuedActions(t))
+		errs := s.CommitQueued(ctx, q.Take(t))
 		if errs[0] != nil || errs[2] != nil {
 			t.Fatalf("the member's actions: %v, %v; want committed", errs[0], errs[2])
 		}
@@ -227,14 +175,14 @@ func TestQueuedActionOfALeaverIsDropped(t *testing.T) {
 			t.Fatalf("%d actions committed, want 2", len(got))
 		}
 
-		q.msgs = nil
+		q.Take(t)
 		if _, err := s.Act(ctx, "fickle", a.AWNID, "wave", nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.DeleteWorld(ctx, "fickle", keyID(0)); err != nil {
 			t.Fatal(err)
 		}
-		errs = s.CommitQueued(ctx, q.queuedActions(t))
+		errs = s.CommitQueued(ctx, q.Take(t))
 		wantKind(t, errs[0], apierror.NotFound)
 		if !world.Dropped(errs[0]) {
 			t.Fatalf("an action of a deleted world is not Dropped: %v", errs[0])
@@ -249,7 +197,7 @@ func TestActCommitsAtOnceWithoutBatching(t *testing.T) {
 	ctx := context.Background()
 	st := memory.New()
 	c := &clock{now: t0}
-	q := &sentQueue{}
+	q := &worldtest.SentQueue{}
 	s := world.New(st, world.WithClock(c.Now), world.WithIDs(testIDs), world.WithActionQueue(q))
 	if _, _, err := s.PutWorld(ctx, manifest("calm"), key(0)); err != nil {
 		t.Fatal(err)
@@ -269,8 +217,8 @@ func TestActCommitsAtOnceWithoutBatching(t *testing.T) {
 	if sub, err := noQueue.Act(ctx, "busy", b.AWNID, "wave", nil); err != nil || sub.Queued {
 		t.Fatalf("no queue: %+v, %v; want committed", sub, err)
 	}
-	if len(q.msgs) != 0 {
-		t.Fatalf("queued %d", len(q.msgs))
+	if qs := q.Take(t); len(qs) != 0 {
+		t.Fatalf("queued %d", len(qs))
 	}
 	if got := submittedIDs(t, s, "calm", a.AWNID); len(got) != 1 || got[0] != sub.ActionID {
 		t.Fatalf("calm world's actions %v, want [%s]", got, sub.ActionID)

@@ -1,13 +1,17 @@
 // Package worldtest holds what the world's tests and the harness's soak
 // share: the events a member may see, read straight from the table, to hold
-// what a cursor reader saw against.
+// what a cursor reader saw against; and for the batched commits' tests of
+// world and inbox, a store that logs its Writes and a queue that keeps what
+// is sent to it.
 package worldtest
 
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 
+	"github.com/a2awire/a2awire/shared/queue"
 	"github.com/a2awire/a2awire/shared/store"
 	"github.com/a2awire/a2awire/shared/world"
 )
@@ -111,4 +115,63 @@ func scan(t testing.TB, st store.Store, pk string, f func(store.Item)) {
 		}
 		q.Cursor = page.Cursor
 	}
+}
+
+// WriteLog is a store that records the actions of every Write reaching
+// it: the batched commits' tests count their transactions with it.
+type WriteLog struct {
+	store.Store
+	mu     sync.Mutex
+	writes [][]store.Action
+}
+
+// Write records acts, then writes them.
+func (w *WriteLog) Write(ctx context.Context, acts ...store.Action) ([]store.Item, error) {
+	w.mu.Lock()
+	w.writes = append(w.writes, acts)
+	w.mu.Unlock()
+	return w.Store.Write(ctx, acts...)
+}
+
+// Take returns the Writes recorded since the last Take.
+func (w *WriteLog) Take() [][]store.Action {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.writes
+	w.writes = nil
+	return out
+}
+
+// SentQueue is an action queue (world.ActionQueue) that keeps what is sent
+// to it, for a test to hand to the committer itself.
+type SentQueue struct {
+	mu   sync.Mutex
+	msgs []queue.Message
+}
+
+// Send keeps msgs.
+func (q *SentQueue) Send(_ context.Context, msgs ...queue.Message) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.msgs = append(q.msgs, msgs...)
+	return nil
+}
+
+// Take returns what was sent since the last Take, read back as the
+// committer reads it (world.ParseQueuedAction): a body it cannot read
+// fails the test.
+func (q *SentQueue) Take(t testing.TB) []world.QueuedAction {
+	t.Helper()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []world.QueuedAction
+	for _, m := range q.msgs {
+		a, err := world.ParseQueuedAction(m.Body)
+		if err != nil {
+			t.Fatalf("queued %q: %v", m.Body, err)
+		}
+		out = append(out, a)
+	}
+	q.msgs = nil
+	return out
 }
