@@ -234,3 +234,39 @@ func TestQueuedMessageToANonMemberIsRefusedAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestQueuedMessageOfMembershipsOlderThanTheirIndexEntries: a sender and a
+// recipient whose memberships have no entry in the agents' index of worlds
+// (joined before it existed): Submit finds the recipient by its member
+// item and queues the message, and the commit writes both entries from
+// their member items and stores the message.
+func TestQueuedMessageOfMembershipsOlderThanTheirIndexEntries(t *testing.T) {
+	everyEngine(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		b, ids := newBatching(t, st, "old", true, 2)
+		to, from := ids[0], ids[1]
+		for _, a := range ids {
+			if _, err := st.Write(ctx, store.Delete(world.MemberCheck("old", a).Key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sent, err := b.box.Submit(ctx, "old", from, to, json.RawMessage(`"hi"`), "")
+		if err != nil || !sent.Queued {
+			t.Fatalf("Submit: %+v, %v; want queued", sent, err)
+		}
+		for i, err := range b.world.CommitQueued(ctx, b.q.Take(t)) {
+			if err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+		}
+		got, err := b.box.Read(ctx, "old", to, inbox.ReadOptions{})
+		if err != nil || len(got) != 1 || got[0].ID != sent.ID {
+			t.Fatalf("inbox: %+v, %v; want %s", got, err, sent.ID)
+		}
+		for _, a := range ids {
+			if _, err := st.Get(ctx, world.MemberCheck("old", a).Key); err != nil {
+				t.Fatalf("%s's index entry after the commit: %v", a, err)
+			}
+		}
+	})
+}

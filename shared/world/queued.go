@@ -232,7 +232,12 @@ func (s *Service) CommitQueued(ctx context.Context, qs []QueuedAction) []error {
 // each in errs.
 func (s *Service) commitWorld(ctx context.Context, w string, qs []QueuedAction, idx []int, errs []error) {
 	idx = s.skipCommitted(ctx, w, qs, idx)
-	for round := 0; len(idx) > 0 && round < 2; round++ {
+	// A write fails on the first condition it finds, so a message whose
+	// sender and recipient both lack their index entries finds one per
+	// round: 3 rounds restore both and commit. Each member is restored
+	// once; its check failing in a later round is final.
+	restoredAt := map[string]int{}
+	for round := 0; len(idx) > 0 && round < 3; round++ {
 		now := s.now().UTC()
 		evs := make([]Event, 0, len(idx))
 		with := make([][]store.Action, 0, len(idx))
@@ -255,7 +260,6 @@ func (s *Service) commitWorld(ctx context.Context, w string, qs []QueuedAction, 
 			evs, with, ok = append(evs, ev), append(with, acts), append(ok, i)
 		}
 		var again []int
-		restored := map[string]bool{}
 		for j, err := range s.log.CommitEach(ctx, evs, with) {
 			i := ok[j]
 			var cf *store.ConditionFailedError
@@ -272,8 +276,8 @@ func (s *Service) commitWorld(ctx context.Context, w string, qs []QueuedAction, 
 				if cf.Action == 2 {
 					a = qs[i].To
 				}
-				if round == 0 && (restored[a] || RestoreIndexEntry(ctx, s.store, w, a)) {
-					restored[a] = true
+				if r, done := restoredAt[a]; done && r == round || !done && RestoreIndexEntry(ctx, s.store, w, a) {
+					restoredAt[a] = round
 					again = append(again, i)
 					continue
 				}
