@@ -554,6 +554,9 @@ func TestSimulationMatchesModel(t *testing.T) {
 	}
 	for _, sim := range sims {
 		t.Run(sim.w.Name, func(t *testing.T) {
+			// Each simulation has its own table, meter and harness: they
+			// run side by side, each waiting on DynamoDB Local's answers.
+			t.Parallel()
 			client, table := dynamolocal.NewTable(t, local)
 			names := append(slices.Clone(sim.names), "sim", "<world>", bob, "<to>")
 			for i := range n {
